@@ -1,0 +1,2 @@
+"""Repository-level conftest: the plugin itself is loaded through its ``pytest11``
+entry point once the package is installed (``pip install -e .``)."""

@@ -1,0 +1,213 @@
+"""The one Cluster API every backend implements (process today; docker, external later).
+
+Tests, the workload, the nemesis and the replica snapshot talk only to this
+interface, so a backend can be swapped without touching them. Roles (leader,
+ISR, active controller) always come from the cluster's own APIs, never from
+log lines.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class NodeState(enum.Enum):
+    RUNNING = "running"
+    PAUSED = "paused"  # SIGSTOP / docker pause: the soft failure
+    STOPPED = "stopped"  # exited after terminate / kill / stop
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What makes two clusters interchangeable: cases with equal specs share one cluster."""
+
+    brokers: int = 3
+    kafka_version: str | None = None  # None: the newest version whose artifacts all exist
+    broker_config: tuple[tuple[str, str], ...] = ()  # extra server.properties, sorted pairs
+    backend: str = "process"
+
+    def with_config(self, **settings: Any) -> ClusterSpec:
+        merged = dict(self.broker_config)
+        merged.update({k.replace("_", "."): str(v) for k, v in settings.items()})
+        return ClusterSpec(self.brokers, self.kafka_version, tuple(sorted(merged.items())),
+                           self.backend)
+
+
+@dataclass
+class Node:
+    """One combined broker+controller KRaft node."""
+
+    node_id: int
+    host: str
+    port: int  # PLAINTEXT client / inter-broker listener
+    controller_port: int
+    log_dir: Path  # Kafka's log.dirs (the replica logs live here)
+    log_file: Path  # the node's own server log (stdout+stderr and log4j)
+    pid: int | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int | None  # None (or -1 from Kafka) while no leader is elected
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def isr_full(self) -> bool:
+        return set(self.isr) == set(self.replicas)
+
+
+@dataclass
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    config: dict[str, str] = field(default_factory=dict)
+
+
+class Cluster(abc.ABC):
+    """A running Kafka cluster the suite may inspect and hurt.
+
+    Every wait is bounded: methods that wait take ``timeout`` seconds and raise
+    ``ClusterError`` / ``NodeError`` whose message says what was expected, what was
+    seen, and which log files to read.
+    """
+
+    spec: ClusterSpec
+    workdir: Path
+
+    # -- lifecycle ---------------------------------------------------------------
+    @abc.abstractmethod
+    def start(self, timeout: float = 60.0) -> None:
+        """Start every node in parallel; return when all brokers are registered
+        (unfenced) and a quorum leader is elected."""
+
+    @abc.abstractmethod
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop every node (in parallel, kill after the deadline) and release ports.
+        Idempotent; never raises for nodes that are already gone."""
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- description ---------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def bootstrap_servers(self) -> str:
+        """Comma-separated host:port of every node (clients skip dead ones)."""
+
+    @property
+    @abc.abstractmethod
+    def nodes(self) -> list[Node]: ...
+
+    def node(self, node_id: int) -> Node:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise KeyError(f"no node {node_id}; nodes are {[n.node_id for n in self.nodes]}")
+
+    @abc.abstractmethod
+    def node_state(self, node_id: int) -> NodeState: ...
+
+    def live_bootstrap_servers(self) -> str:
+        """Bootstrap list without stopped or paused nodes (a paused node hangs requests)."""
+        return ",".join(n.address for n in self.nodes
+                        if self.node_state(n.node_id) is NodeState.RUNNING)
+
+    def log_dirs(self) -> dict[int, Path]:
+        return {n.node_id: n.log_dir for n in self.nodes}
+
+    def log_files(self) -> dict[int, Path]:
+        return {n.node_id: n.log_file for n in self.nodes}
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description for run.json."""
+        return {
+            "backend": self.spec.backend,
+            "kafka_version": self.spec.kafka_version,
+            "brokers": self.spec.brokers,
+            "broker_config": dict(self.spec.broker_config),
+            "bootstrap_servers": self.bootstrap_servers,
+            "nodes": {str(n.node_id): {"address": n.address, "log_dir": str(n.log_dir),
+                                       "log_file": str(n.log_file)} for n in self.nodes},
+        }
+
+    # -- roles, from the cluster's own APIs ----------------------------------------
+    @abc.abstractmethod
+    def partition_state(self, topic: str, partition: int) -> PartitionState: ...
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        return self.partition_state(topic, partition).leader
+
+    def isr(self, topic: str, partition: int) -> tuple[int, ...]:
+        return self.partition_state(topic, partition).isr
+
+    @abc.abstractmethod
+    def active_controller(self) -> int:
+        """The KRaft quorum leader (DescribeQuorum), not DescribeCluster's random broker."""
+
+    @abc.abstractmethod
+    def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),
+                        timeout: float = 30.0) -> PartitionState:
+        """Wait until the partition has a leader outside ``not_in``."""
+
+    # -- topics --------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_topics(self, topics: list[TopicSpec], timeout: float = 30.0) -> None:
+        """Create topics and wait until every partition has a leader and a full ISR."""
+
+    @abc.abstractmethod
+    def delete_topics(self, names: list[str], timeout: float = 30.0) -> None: ...
+
+    # -- faults -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def terminate(self, node_id: int, timeout: float = 30.0) -> None:
+        """Controlled failure: SIGTERM, wait until the process exited (kill at the deadline)."""
+
+    @abc.abstractmethod
+    def kill(self, node_id: int) -> None:
+        """Hard failure: SIGKILL, wait until the process is gone."""
+
+    @abc.abstractmethod
+    def pause(self, node_id: int) -> None:
+        """Soft failure: SIGSTOP (or the cgroup freezer)."""
+
+    @abc.abstractmethod
+    def resume(self, node_id: int) -> None:
+        """SIGCONT a paused node."""
+
+    @abc.abstractmethod
+    def start_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """Start a stopped node on its old log dir and wait until it is registered again."""
+
+    def stop(self, node_id: int, timeout: float = 30.0) -> None:
+        self.terminate(node_id, timeout)
+
+    def restart(self, node_id: int, timeout: float = 60.0) -> None:
+        self.terminate(node_id)
+        self.start_node(node_id, timeout)
+
+    # -- health ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def wait_healthy(self, topics: list[str] | None = None, timeout: float = 60.0) -> None:
+        """Health gate: every node running and registered, every partition of ``topics``
+        (default: all non-internal topics) with a leader and a full ISR."""
+
+    @abc.abstractmethod
+    def log_end_offsets(self, topic: str, partition: int) -> dict[int, int]:
+        """Log end offset of the partition on each replica (node id -> offset)."""
