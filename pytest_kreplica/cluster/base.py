@@ -195,6 +195,23 @@ class Cluster(abc.ABC):
     def start_node(self, node_id: int, timeout: float = 60.0) -> None:
         """Start a stopped node on its old log dir and wait until it is registered again."""
 
+    def partition(self, node_id: int, from_clients: bool = False) -> None:
+        """Network failure: cut the node off from every other node (and from clients when
+        ``from_clients``) while its process keeps running. Only the docker backend can."""
+        from ..errors import InputError
+
+        raise InputError(f"failure type 'partition' needs the docker backend "
+                         f"(--kreplica-backend docker); this cluster's backend is "
+                         f"{self.spec.backend!r}")
+
+    def heal(self, node_id: int) -> None:
+        """Undo ``partition``: the node's links work again."""
+        from ..errors import InputError
+
+        raise InputError(f"failure type 'partition' needs the docker backend "
+                         f"(--kreplica-backend docker); this cluster's backend is "
+                         f"{self.spec.backend!r}")
+
     def stop(self, node_id: int, timeout: float = 30.0) -> None:
         self.terminate(node_id, timeout)
 
