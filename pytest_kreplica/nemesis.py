@@ -46,6 +46,8 @@ RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume"}
 # An election slower than this fails the C.2 check: the tuned cluster settings
 # (KAFKA-NOTES "Faults") fail a leader over in about 3 s, the defaults in about 9 s.
 ELECTION_BOUND_S = 20.0
+NO_OTHER_REPLICA = "no other replica can lead (replication factor 1)"
+FAULT_RECORD_PHASES = ("fault_s", "recovery_s", "election_s")  # the timings a record carries
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,7 @@ class Nemesis:
         others = set(self.cluster.partition_state(rec.topic, rec.partition).replicas) - {
             rec.node}
         if not others:
-            rec.election_note = "no other replica can lead (replication factor 1)"
+            rec.election_note = NO_OTHER_REPLICA
             return
         timeout = self.election_timeout
         if spec.failure == "soft":
@@ -360,3 +362,41 @@ def run_in_thread(nemesis: Nemesis, stop: threading.Event | None = None
     thread = threading.Thread(target=target, name="kreplica-nemesis", daemon=True)
     thread.start()
     return thread, outcome
+
+
+def scenario_checks(records: list[FaultRecord], *, unclean_leader_election: bool = False,
+                    election_bound_s: float = ELECTION_BOUND_S) -> list[dict[str, Any]]:
+    """Checks beyond the history verdict, one per fault and property: every fault struck
+    and recovered; where the victim led the watched partition (C.2) a new leader appeared
+    within ``election_bound_s`` and it was in the ISR before the fault (not required with
+    unclean leader election, which exists to allow the opposite; then it is reported)."""
+    checks: list[dict[str, Any]] = []
+
+    def add(name: str, ok: bool, detail: str) -> None:
+        checks.append({"name": name, "ok": bool(ok), "detail": detail})
+
+    for r in records:
+        tag = f"fault #{r.index} ({r.failure} {r.target}, node {r.node})"
+        if r.error:
+            detail = r.error
+        elif r.recovery_s is not None:
+            detail = f"in sync {r.recovery_s:.2f} s after the restore"
+        else:
+            detail = "no recovery recorded"
+        add(f"{tag} recovered", r.error is None and r.recovered_ns is not None, detail)
+        if r.node is None or r.node != r.leader_before:
+            continue
+        if r.election_s is None:
+            # a clean or hard leader failure with another replica must move leadership
+            must = r.failure != "soft" and r.election_note != NO_OTHER_REPLICA
+            add(f"{tag} new leader elected", not must,
+                r.election_note or "no new leader was seen")
+            continue
+        add(f"{tag} new leader within {election_bound_s:g} s",
+            r.election_s <= election_bound_s,
+            f"leader {r.leader_before} -> {r.new_leader} after {r.election_s:.2f} s")
+        add(f"{tag} new leader was in the ISR",
+            bool(r.elected_from_isr) or unclean_leader_election,
+            f"new leader {r.new_leader}, ISR before the fault {r.isr_before}"
+            + ("" if r.elected_from_isr else " (allowed: unclean leader election)"))
+    return checks

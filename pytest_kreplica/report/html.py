@@ -74,6 +74,7 @@ def _write_atomic(path: Path, text: str) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".html", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports are meant to be shared
     os.replace(tmp, path)
     return path
 

@@ -19,11 +19,12 @@ FAULT_COLOURS = {"kill": "#d62728", "terminate": "#ff7f0e", "pause": "#9467bd",
                  "partition": "#8c564b"}
 RESTORE_KINDS = {"start", "resume", "heal"}
 WIDTH_IN = 10.5
+LEFT, RIGHT = 0.09, 0.98  # shared margins: the plots' time axes line up on the page
 
 
 def _svg(fig: Any) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    fig.savefig(buf, format="svg")  # no tight bbox: every plot keeps the same x extent
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog and doctype: inline in HTML
@@ -64,7 +65,9 @@ def timeline_svg(data: RunData) -> str:
                       and e.get("node")}
                    | {str(n) for n in (data.run.get("cluster", {}) or {}).get("nodes", {})},
                    key=lambda n: (len(n), n))
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.55 * max(len(nodes), 1) + 1.3))
+    height = 0.55 * max(len(nodes), 1) + 1.9
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
+    fig.subplots_adjust(left=LEFT, right=RIGHT, top=1 - 0.45 / height, bottom=1.15 / height)
     row = {n: i for i, n in enumerate(nodes)}
     for s in spans:
         y = row[s["node"]]
@@ -80,7 +83,9 @@ def timeline_svg(data: RunData) -> str:
             ax.plot(t, row[e["node"]], marker="D", color="#2ca02c", ms=7, zorder=3)
         elif e.get("kind") in ("drain-start", "drain-end"):
             ax.axvline(t, color="#7f7f7f", ls="--", lw=1)
-            ax.annotate(e["kind"], (t, len(nodes) - 0.4), fontsize=8, color="#555")
+            ax.annotate(e["kind"], (t, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
+                        color="#555", ha="right",
+                        va="bottom")
     ax.set_yticks(range(len(nodes)), [f"node {n}" for n in nodes])
     ax.set_ylim(-0.6, max(len(nodes), 1) - 0.2)
     ax.set_xlim(0, data.end_s)
@@ -90,9 +95,8 @@ def timeline_svg(data: RunData) -> str:
               if any(s["kind"] == k for s in spans)]
     legend.append(Patch(color="#bbbbbb", label="restored, catching up"))
     legend.append(plt.Line2D([], [], marker="D", color="#2ca02c", ls="", label="new leader"))
-    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=6,
-              fontsize=8, frameon=False)
-    ax.set_title("Faults and leader changes")
+    fig.legend(handles=legend, loc="lower center", ncol=6, fontsize=8, frameon=False)
+    ax.set_title("Faults and leader changes", pad=14)
     return _svg(fig)
 
 
@@ -107,8 +111,8 @@ def series_svg(data: RunData) -> str:
     top.set_title("Acknowledged but not yet consumed (unseen)")
     final = int(data.unseen.values[-1]) if len(data.unseen.values) else 0
     if final:
-        top.annotate(f"{final} never consumed", (data.end_s, final), ha="right",
-                     va="bottom", color="#d62728", fontsize=9, fontweight="bold")
+        top.text(0.99, 0.95, f"{final} never consumed", transform=top.transAxes,
+                 ha="right", va="top", color="#d62728", fontsize=10, fontweight="bold")
     mid.step(data.lag.t, data.lag.values, where="post", color="#ff7f0e", lw=1.4)
     mid.set_ylabel("consumer lag\n(offsets)")
     mid.set_title("Consumer lag: highest acknowledged minus highest polled offset")
@@ -121,5 +125,5 @@ def series_svg(data: RunData) -> str:
         ax.grid(alpha=0.3)
         ax.set_xlim(0, data.end_s)
         ax.set_ylim(bottom=0)
-    fig.tight_layout()
+    fig.subplots_adjust(left=LEFT, right=RIGHT, top=0.95, bottom=0.08, hspace=0.35)
     return _svg(fig)

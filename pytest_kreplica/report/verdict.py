@@ -74,6 +74,7 @@ def write_verdict(run_dir: str | Path, doc: dict[str, Any]) -> Path:
         json.dump(doc, out, indent=2, sort_keys=False, default=str)
         out.write("\n")
     path = run_dir / VERDICT_FILE
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600
     os.replace(tmp, path)
     return path
 
