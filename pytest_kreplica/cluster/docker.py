@@ -91,6 +91,7 @@ class DockerCluster(AdminCluster):
         self._nodes: list[Node] = []
         self._claimed_ports: list[int] = []
         self._partitioned: dict[int, bool] = {}  # node id -> cut from clients too
+        self._stopped: set[int] = set()  # nodes stopped on purpose (terminate / kill)
 
     # -- engine and names ----------------------------------------------------------------
     @property
@@ -263,8 +264,8 @@ class DockerCluster(AdminCluster):
                             node_id, str(node.log_file)) from exc
 
     def check_node_alive(self, node_id: int) -> None:
-        """Raise ``NodeError`` with the log tail when a node's container has exited."""
-        if self.node_state(node_id) is NodeState.STOPPED:
+        """Raise ``NodeError`` with the log tail when a node's container exited unasked."""
+        if node_id not in self._stopped and self.node_state(node_id) is NodeState.STOPPED:
             node = self.node(node_id)
             container = self._containers[node_id]
             code = container.attrs.get("State", {}).get("ExitCode")
@@ -300,6 +301,7 @@ class DockerCluster(AdminCluster):
         ports.release_ports(self._claimed_ports)
         self._claimed_ports = []
         self._partitioned.clear()
+        self._stopped.clear()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -307,12 +309,14 @@ class DockerCluster(AdminCluster):
     # -- faults --------------------------------------------------------------------------
     def terminate(self, node_id: int, timeout: float = 30.0) -> None:
         """SIGTERM the broker (PID 1 of its container); SIGKILL at the deadline."""
+        self._stopped.add(node_id)
         self._container(node_id).stop(timeout=max(1, int(timeout)))
         self._wait_exited(node_id, timeout + 10)
 
     def kill(self, node_id: int) -> None:
         import docker
 
+        self._stopped.add(node_id)
         with contextlib.suppress(docker.errors.APIError):  # already exited: nothing to kill
             self._container(node_id).kill(signal="SIGKILL")
         self._wait_exited(node_id, 30)
@@ -338,6 +342,7 @@ class DockerCluster(AdminCluster):
         """Start a stopped node's container again on its old log dir and wait until it is
         registered. Its partition rules are gone with its old network namespace."""
         self._partitioned.pop(node_id, None)
+        self._stopped.discard(node_id)
         self._start_container(node_id)
         self.wait_node_registered(node_id, timeout)
 

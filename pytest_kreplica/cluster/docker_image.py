@@ -116,10 +116,11 @@ def _copy_resource(name: str, dest: Path) -> None:
     dest.write_bytes(source.read_bytes())
 
 
-def build_base_image(client: docker.DockerClient, progress: Progress) -> None:
+def build_base_image(client: docker.DockerClient, progress: Progress,
+                     tag: str = BASE_IMAGE) -> None:
     """``kreplica/debian:bookworm``: pulled when a registry answers, else debootstrapped."""
     if _try_pull(client, PULLABLE_BASE, progress):
-        client.images.get(PULLABLE_BASE).tag(*BASE_IMAGE.split(":"))
+        client.images.get(PULLABLE_BASE).tag(*tag.split(":"))
         return
     debootstrap = shutil.which("debootstrap") or (
         "/usr/sbin/debootstrap" if os.path.exists("/usr/sbin/debootstrap") else None)
@@ -145,25 +146,26 @@ def build_base_image(client: docker.DockerClient, progress: Progress) -> None:
         with tarfile.open(archive, "w") as tar:
             for entry in sorted(os.listdir(rootfs)):
                 tar.add(rootfs / entry, arcname=entry)
-        repository, tag = BASE_IMAGE.split(":")
-        client.api.import_image_from_file(str(archive), repository=repository, tag=tag)
-    progress(f"imported {BASE_IMAGE}")
+        repository, name = tag.split(":")
+        client.api.import_image_from_file(str(archive), repository=repository, tag=name)
+    progress(f"imported {tag}")
 
 
-def build_jre_image(client: docker.DockerClient, progress: Progress) -> None:
-    if not _has_image(client, BASE_IMAGE):
-        build_base_image(client, progress)
+def build_jre_image(client: docker.DockerClient, progress: Progress, tag: str = JRE_IMAGE,
+                    base: str = BASE_IMAGE) -> None:
+    if not _has_image(client, base):
+        build_base_image(client, progress, base)
     with tempfile.TemporaryDirectory(prefix="kreplica-jre-") as tmp:
         _copy_resource("jre.Dockerfile", Path(tmp) / "Dockerfile")
-        _stream_build(client, Path(tmp), "Dockerfile", JRE_IMAGE, {"BASE": BASE_IMAGE}, progress)
+        _stream_build(client, Path(tmp), "Dockerfile", tag, {"BASE": base}, progress)
 
 
 def build_kafka_image(client: docker.DockerClient, version: str, jars: Iterable[Path],
-                      progress: Progress) -> str:
+                      progress: Progress, tag: str | None = None, jre: str = JRE_IMAGE) -> str:
     """``kreplica/kafka:<version>`` from the given classpath (hard links where possible)."""
-    if not _has_image(client, JRE_IMAGE):
-        build_jre_image(client, progress)
-    tag = f"{KAFKA_REPOSITORY}:{version}"
+    if not _has_image(client, jre):
+        build_jre_image(client, progress, jre)
+    tag = tag or f"{KAFKA_REPOSITORY}:{version}"
     from ..distribution import cache_dir
 
     with tempfile.TemporaryDirectory(prefix="kreplica-kafka-", dir=cache_dir()) as tmp:
@@ -183,7 +185,7 @@ def build_kafka_image(client: docker.DockerClient, version: str, jars: Iterable[
         _copy_resource("kafka.Dockerfile", context / "Dockerfile")
         progress(f"building {tag} from {count} jars")
         _stream_build(client, context, "Dockerfile", tag,
-                      {"JRE": JRE_IMAGE, "KAFKA_VERSION": version}, progress)
+                      {"JRE": jre, "KAFKA_VERSION": version}, progress)
     return tag
 
 
