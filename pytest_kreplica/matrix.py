@@ -24,7 +24,7 @@ from typing import Any
 from .errors import MatrixError
 
 TOP_LEVEL_KEYS = ("description", "scenario", "markers", "strategy", "dimensions", "exclude",
-                  "include")
+                  "include", "marks")
 STRATEGIES = ("product", "pairwise")
 SEMANTICS = ("at-least-once", "exactly-once", "at-most-once")
 _SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 * 1024}
@@ -171,15 +171,20 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
     Dimension("backend", _choice("process", "docker"), "process", lambda v: v,
               lambda v: [f"backend_{v}"], ("process", "docker"), doc="cluster backend"),
     # failure dimensions (issue 4 drives the faults; validated here)
-    Dimension("failure", _choice("none", "clean", "hard", "soft", "partition"), "none",
-              lambda v: "nofail" if v == "none" else v, lambda v: [f"failure_{v}"],
-              ("none", "clean", "hard", "soft", "partition"),
-              doc="clean = SIGTERM, hard = SIGKILL, soft = SIGSTOP/SIGCONT, partition = cut off"),
-    Dimension("target", _choice("leader", "follower", "controller", "mirror-maker"), "leader",
-              lambda v: v, lambda v: [f"target_{_hyphen_free(v)}"],
-              ("leader", "follower", "controller", "mirror-maker"),
-              doc="role of the node hurt, resolved at the moment of the fault"),
+    Dimension("failure", _choice("none", "clean", "hard", "soft", "partition", "random"),
+              "none", lambda v: "nofail" if v == "none" else v, lambda v: [f"failure_{v}"],
+              ("none", "clean", "hard", "soft", "partition", "random"),
+              doc="clean = SIGTERM, hard = SIGKILL, soft = SIGSTOP/SIGCONT, partition = cut "
+                  "off, random = one of clean/hard/soft per fault, from the seed"),
+    Dimension("target", _choice("leader", "follower", "controller", "mirror-maker", "random"),
+              "leader", lambda v: v, lambda v: [f"target_{_hyphen_free(v)}"],
+              ("leader", "follower", "controller", "mirror-maker", "random"),
+              doc="role of the node hurt, resolved at the moment of the fault; random = "
+                  "leader/follower/controller per fault, from the seed"),
     Dimension("failures", _int_at_least(1), 1, lambda v: f"x{v}", doc="faults in sequence"),
+    Dimension("duration", _seconds, None, lambda v: "durdefault" if v is None else f"dur{v:g}s",
+              doc="soak: produce and inject faults for this many seconds (C.8); "
+                  "overrides messages and failures"),
     Dimension("downtime", _seconds, 5.0, lambda v: f"down{v:g}s",
               doc="seconds a node stays down / paused"),
     Dimension("fault_timing", _choice("produce", "consume"), "produce",
@@ -200,9 +205,15 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
 
 def derive_semantics(params: Mapping[str, Any]) -> str:
     """The semantics a case expects when its matrix does not say: exactly-once only for an
-    idempotent producer with no faults, else at-least-once."""
+    idempotent producer with no faults; at-most-once where faults meet settings that lose
+    acknowledged data by design (acks 1 or 0: the leader acknowledges before any follower
+    has the record; unclean leader election: a replica outside the ISR may lead), so the
+    matrix documents the trade-off instead of failing on it; else at-least-once."""
     if params["idempotence"] and params["failure"] == "none":
         return "exactly-once"
+    if params["failure"] != "none" and (params["acks"] != -1
+                                        or params["unclean_leader_election"]):
+        return "at-most-once"
     return "at-least-once"
 
 
@@ -254,6 +265,7 @@ class Matrix:
     scenario: str
     markers: tuple[str, ...]
     cases: tuple[Case, ...]
+    subset_markers: tuple[str, ...] = ()  # markers of ``marks``: on some cases only
 
     @property
     def marker(self) -> str:
@@ -280,6 +292,20 @@ def _entries(path: Path, data: Mapping[str, Any], key: str) -> list[dict[str, An
         raise _fail(path, key, "must be a list of non-empty mappings {dimension: value}")
     return [{name: _parse_value(path, f"{key}[{i}]", name, value) for name, value in e.items()}
             for i, e in enumerate(entries)]
+
+
+def _marks(path: Path, data: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """``marks: {marker: [{dimension: value}, ...]}``: the marker goes on every case that
+    matches one of its entries (e.g. the reduced ``ci`` subset of a failure matrix)."""
+    marks = data.get("marks") or {}
+    if not isinstance(marks, dict):
+        raise _fail(path, "marks", "must be a mapping {marker: [{dimension: value}, ...]}")
+    out = {}
+    for marker, entries in marks.items():
+        if not isinstance(marker, str) or not marker.isidentifier():
+            raise _fail(path, "marks", f"bad marker name {marker!r}; allowed: an identifier")
+        out[marker] = _entries(path, {f"marks.{marker}": entries}, f"marks.{marker}")
+    return out
 
 
 def _matches(entry: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
@@ -324,10 +350,11 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise _fail(path, f"{where}.idempotence",
                     f"true needs acks -1 (all), got acks {p['acks']}; allowed: "
                     f"idempotence false, or acks -1")
-    if p["failure"] != "none" and p["target"] == "follower" and p["replication_factor"] < 2:
+    if (p["failure"] != "none" and p["target"] in ("follower", "random")
+            and p["replication_factor"] < 2):
         raise _fail(path, f"{where}.target",
-                    "follower needs replication_factor >= 2 (rf 1 has no follower); allowed: "
-                    "leader | controller, or replication_factor >= 2")
+                    f"{p['target']} needs replication_factor >= 2 (rf 1 has no follower); "
+                    "allowed: leader | controller, or replication_factor >= 2")
     if p["failure"] != "none" and p["target"] == "mirror-maker" and scenario != "mirror":
         raise _fail(path, f"{where}.target",
                     f"mirror-maker needs scenario mirror, got {scenario}; allowed: "
@@ -406,6 +433,7 @@ def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = Non
         values.append(list(dict.fromkeys(parsed)))
     exclude = _entries(path, data, "exclude")
     include = _entries(path, data, "include")
+    marks = _marks(path, data)
 
     firsts = dict(zip(names, (v[0] for v in values), strict=True))
     raws = _combinations(strategy, names, values, exclude)
@@ -416,13 +444,16 @@ def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = Non
 
     cases: dict[str, Case] = {}
     for row in rows:
-        case = _finish(path, name, scenario, tuple(extra), varying, row)
+        subset = tuple(m for m, entries in marks.items()
+                       if any(_matches(e, row) for e in entries))
+        case = _finish(path, name, scenario, tuple(extra) + subset, varying, row)
         if case.case_id in cases:  # an id part that is not one-to-one: a registry bug
             raise _fail(path, "dimensions", f"two cases share the id {case.case_id}")
         cases[case.case_id] = case
     if not cases:
         raise _fail(path, "exclude", "excludes every case; allowed: at least one case left")
-    return Matrix(name, path, description, scenario, tuple(extra), tuple(cases.values()))
+    return Matrix(name, path, description, scenario, tuple(extra), tuple(cases.values()),
+                  tuple(marks))
 
 
 def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None) -> Matrix:
