@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pluggy
 import pytest
 
-hookspec = pytest.HookspecMarker("pytest")
+hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec

@@ -42,11 +42,13 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--kreplica-no-replica-check", action="store_true", default=None,
                     help=HELP_NO_REPLICA_CHECK)
     parser.addini("kreplica_matrices_dir", HELP_MATRICES_DIR, default="matrices")
-    parser.addini("kreplica_output", HELP_OUTPUT)
-    parser.addini("kreplica_kafka_version", HELP_KAFKA_VERSION)
-    parser.addini("kreplica_backend", HELP_BACKEND)
-    parser.addini("kreplica_spark_master", HELP_SPARK_MASTER)
-    parser.addini("kreplica_no_replica_check", HELP_NO_REPLICA_CHECK, type="bool")
+    # default=None: getini returns None when the ini file does not set the key
+    parser.addini("kreplica_output", HELP_OUTPUT, default=None)
+    parser.addini("kreplica_kafka_version", HELP_KAFKA_VERSION, default=None)
+    parser.addini("kreplica_backend", HELP_BACKEND, default=None)
+    parser.addini("kreplica_spark_master", HELP_SPARK_MASTER, default=None)
+    parser.addini("kreplica_no_replica_check", HELP_NO_REPLICA_CHECK, type="bool",
+                  default=None)
 
 
 @dataclass(frozen=True)
@@ -58,11 +60,6 @@ class KreplicaOptions:
     backend: str
     spark_master: str | None
     replica_check: bool
-
-
-def _ini(config: pytest.Config, name: str) -> object | None:
-    """An ini value only when the ini file sets it (``getini`` cannot tell unset from empty)."""
-    return config.getini(name) if name in config.inicfg else None
 
 
 def _pick(*values: object | None) -> object | None:
@@ -79,23 +76,23 @@ def resolve(config: pytest.Config) -> KreplicaOptions:
     """Read every option once; a bad value is a one-line ``pytest.UsageError``."""
     env = os.environ
     root = config.rootpath
-    output = _pick(config.getoption("kreplica_output"), _ini(config, "kreplica_output"),
+    output = _pick(config.getoption("kreplica_output"), config.getini("kreplica_output"),
                    env.get("KREPLICA_OUTPUT"))
     version = _pick(config.getoption("kreplica_kafka_version"),
-                    _ini(config, "kreplica_kafka_version"), env.get("KREPLICA_KAFKA_VERSION"))
+                    config.getini("kreplica_kafka_version"), env.get("KREPLICA_KAFKA_VERSION"))
     if version is not None and version != "default" and not _VERSION_RE.match(str(version)):
         raise pytest.UsageError(f"--kreplica-kafka-version: bad value {version!r}; "
                                 "allowed: default | a version x.y.z such as 3.9.2")
-    backend = _pick(config.getoption("kreplica_backend"), _ini(config, "kreplica_backend"),
+    backend = _pick(config.getoption("kreplica_backend"), config.getini("kreplica_backend"),
                     env.get("KREPLICA_BACKEND"), "process")
     if backend not in BACKENDS:
         raise pytest.UsageError(f"--kreplica-backend: bad value {backend!r}; "
                                 f"allowed: {' | '.join(BACKENDS)}")
     no_check = _pick(config.getoption("kreplica_no_replica_check"),
-                     _ini(config, "kreplica_no_replica_check"),
+                     config.getini("kreplica_no_replica_check"),
                      _truthy(env.get("KREPLICA_NO_REPLICA_CHECK")), False)
     spark = _pick(config.getoption("kreplica_spark_master"),
-                  _ini(config, "kreplica_spark_master"), env.get("KREPLICA_SPARK_MASTER"))
+                  config.getini("kreplica_spark_master"), env.get("KREPLICA_SPARK_MASTER"))
     return KreplicaOptions(
         matrices=tuple(config.getoption("kreplica_matrix") or ()),
         matrices_dir=root / str(config.getini("kreplica_matrices_dir") or "matrices"),
