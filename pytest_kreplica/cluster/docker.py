@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -71,7 +72,10 @@ def sweep(client: docker.DockerClient) -> list[str]:
 
 def _tail(path: Path, lines: int = 25) -> str:
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            return "\n".join(fh.read().decode(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no server log)"
 
@@ -84,6 +88,7 @@ class DockerCluster(AdminCluster):
         self.workdir = Path(workdir)
         self.name = f"kreplica-{uuid.uuid4().hex[:10]}"
         self.cluster_id = config.new_cluster_id()
+        self.kafka_version: str | None = spec.kafka_version
         self.image: str | None = None
         self._client: docker.DockerClient | None = None
         self._network = None
@@ -92,6 +97,9 @@ class DockerCluster(AdminCluster):
         self._claimed_ports: list[int] = []
         self._partitioned: dict[int, bool] = {}  # node id -> cut from clients too
         self._stopped: set[int] = set()  # nodes stopped on purpose (terminate / kill)
+        self._lock = threading.RLock()  # AdminCluster's cached admin client
+        self._admin_client = None
+        self._admin_key: str | None = None
 
     # -- engine and names ----------------------------------------------------------------
     @property
@@ -134,13 +142,14 @@ class DockerCluster(AdminCluster):
         return ",".join(n.address for n in self._nodes if n.node_id not in cut
                         and self.node_state(n.node_id) is NodeState.RUNNING)
 
-    def admin_nodes(self) -> list[int]:
+    def _live_nodes(self) -> list[Node]:
         """Running nodes that are not cut off: a partitioned node's view of roles is stale."""
-        return [i for i in super().admin_nodes() if i not in self._partitioned]
+        return [n for n in super()._live_nodes() if n.node_id not in self._partitioned]
 
     def describe(self) -> dict:
         out = super().describe()
-        out.update({"image": self.image, "network": self.name,
+        out.update({"kafka_version": self.kafka_version, "image": self.image,
+                    "network": self.name, "workdir": str(self.workdir),
                     "containers": {str(i): self.container_name(i) for i in self._containers}})
         return out
 
@@ -156,7 +165,7 @@ class DockerCluster(AdminCluster):
             deadline = time.monotonic() + timeout
             with ThreadPoolExecutor(max_workers=len(self._containers)) as pool:
                 list(pool.map(self._start_container, list(self._containers)))
-            self.wait_ready(max(1.0, deadline - time.monotonic()))
+            self._wait_ready(max(1.0, deadline - time.monotonic()))
         except BaseException:
             self.close()
             raise
@@ -166,7 +175,8 @@ class DockerCluster(AdminCluster):
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         sweep(self.client)
-        self.image = ensure_image(self.spec.kafka_version, self.client)
+        self.kafka_version = self._distribution().version
+        self.image = ensure_image(self.kafka_version, self.client)
         self._labels = {LABEL_OWNER: reaper.owner_token(), LABEL_CLUSTER: self.name}
         self._network = self.client.networks.create(self.name, driver="bridge",
                                                     labels=self._labels, check_duplicate=True)
@@ -263,21 +273,26 @@ class DockerCluster(AdminCluster):
                             f"not start: {exc.explanation or exc}; server log {node.log_file}",
                             node_id, str(node.log_file)) from exc
 
-    def check_node_alive(self, node_id: int) -> None:
-        """Raise ``NodeError`` with the log tail when a node's container exited unasked."""
-        if node_id not in self._stopped and self.node_state(node_id) is NodeState.STOPPED:
-            node = self.node(node_id)
-            container = self._containers[node_id]
-            code = container.attrs.get("State", {}).get("ExitCode")
-            raise NodeError(
-                f"node {node_id} (container {container.name}) exited with status {code}; "
-                f"last lines of {node.log_file}:\n{_tail(node.log_file)}",
-                node_id, str(node.log_file))
+    def _check_alive(self, node_ids: list[int] | None = None) -> None:
+        """Raise ``NodeError`` with the log tail when a container exited unasked."""
+        for node in self._nodes:
+            node_id = node.node_id
+            if node_ids is not None and node_id not in node_ids or node_id in self._stopped:
+                continue
+            if self.node_state(node_id) is NodeState.STOPPED:
+                container = self._containers[node_id]
+                code = container.attrs.get("State", {}).get("ExitCode")
+                raise NodeError(
+                    f"node {node_id} (container {container.name}) exited with status {code} "
+                    f"(expected: running); last lines of {node.log_file}:\n"
+                    f"{_tail(node.log_file)}", node_id, str(node.log_file))
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop all nodes at once (SIGTERM, SIGKILL at the deadline), then remove the
         containers, the network and the port claims. Idempotent."""
         import docker
+
+        self._invalidate_admin()
 
         def remove(container) -> None:
             with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
@@ -310,6 +325,7 @@ class DockerCluster(AdminCluster):
     def terminate(self, node_id: int, timeout: float = 30.0) -> None:
         """SIGTERM the broker (PID 1 of its container); SIGKILL at the deadline."""
         self._stopped.add(node_id)
+        self._invalidate_admin()
         self._container(node_id).stop(timeout=max(1, int(timeout)))
         self._wait_exited(node_id, timeout + 10)
 
@@ -317,6 +333,7 @@ class DockerCluster(AdminCluster):
         import docker
 
         self._stopped.add(node_id)
+        self._invalidate_admin()
         with contextlib.suppress(docker.errors.APIError):  # already exited: nothing to kill
             self._container(node_id).kill(signal="SIGKILL")
         self._wait_exited(node_id, 30)
@@ -334,17 +351,26 @@ class DockerCluster(AdminCluster):
     def pause(self, node_id: int) -> None:
         """Soft failure: the cgroup freezer stops every thread of the node at once."""
         self._container(node_id).pause()
+        self._invalidate_admin()
 
     def resume(self, node_id: int) -> None:
-        self._container(node_id).unpause()
+        if self.node_state(node_id) is NodeState.PAUSED:
+            self._container(node_id).unpause()
+        self._invalidate_admin()
 
     def start_node(self, node_id: int, timeout: float = 60.0) -> None:
-        """Start a stopped node's container again on its old log dir and wait until it is
-        registered. Its partition rules are gone with its old network namespace."""
-        self._partitioned.pop(node_id, None)
-        self._stopped.discard(node_id)
-        self._start_container(node_id)
-        self.wait_node_registered(node_id, timeout)
+        """Resume a paused node, or start a stopped node's container again on its old log
+        dir (its partition rules went with its old network namespace); wait until it is
+        registered."""
+        state = self.node_state(node_id)
+        if state is NodeState.PAUSED:
+            self.resume(node_id)
+        elif state is NodeState.STOPPED:
+            self._partitioned.pop(node_id, None)
+            self._stopped.discard(node_id)
+            self._start_container(node_id)
+            self._invalidate_admin()
+        self._wait_registered(node_id, timeout)
 
     def partition(self, node_id: int, from_clients: bool = False) -> None:
         """Cut ``node_id`` off from every other node (and from clients when asked) with
@@ -360,11 +386,20 @@ class DockerCluster(AdminCluster):
                   + "".join(f" && {rule}" for rule in rules))
         self._exec_root(node_id, script)
         self._partitioned[node_id] = from_clients
+        self._invalidate_admin()
 
-    def heal(self, node_id: int) -> None:
-        """Remove a node's partition rules (a no-op when it is not partitioned)."""
-        self._exec_root(node_id, f"iptables -F {CHAIN} 2>/dev/null || true")
-        self._partitioned.pop(node_id, None)
+    def heal(self, node_id: int | None = None, timeout: float = 60.0) -> None:
+        """With ``node_id``: remove that node's partition rules (a no-op when it has none).
+        Without: every fault undone, links included, then the health gate."""
+        if node_id is None:
+            for cut in list(self._partitioned):
+                self.heal(cut)
+            super().heal(None, timeout)
+            return
+        if node_id in self._partitioned:
+            self._exec_root(node_id, f"iptables -F {CHAIN}")
+            self._partitioned.pop(node_id, None)
+            self._invalidate_admin()
 
     def partitioned(self) -> dict[int, bool]:
         """Nodes cut off now (node id -> also cut from clients)."""

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, NodeState, reaper
 from pytest_kreplica.cluster.docker import LABEL_CLUSTER, LABEL_OWNER, DockerCluster, sweep
-from pytest_kreplica.errors import NodeError
+from pytest_kreplica.errors import ClusterError
 
 
 def leftovers(client, cluster_name: str) -> list[str]:
@@ -25,7 +25,7 @@ def leftovers(client, cluster_name: str) -> list[str]:
 def test_cluster_up(cluster, docker_client):
     ids = {n.node_id for n in cluster.nodes}
     assert ids == {1, 2, 3}
-    assert cluster.registered_brokers() == ids
+    assert cluster._registration() == "ok"  # every node registered unfenced, a quorum leader
     assert cluster.active_controller() in ids
     containers = docker_client.containers.list(filters={"label": f"{LABEL_CLUSTER}={cluster.name}"})
     assert sorted(c.name for c in containers) == [cluster.container_name(i) for i in (1, 2, 3)]
@@ -55,7 +55,7 @@ def test_close_leaves_nothing(docker_client, tmp_path):
 def test_start_failure_shows_log_tail_and_cleans_up(docker_client, tmp_path):
     spec = ClusterSpec(brokers=1, backend="docker").with_config(num_io_threads="many")
     c = DockerCluster(spec, tmp_path)
-    with pytest.raises(NodeError) as info:
+    with pytest.raises(ClusterError) as info:
         c.start(timeout=180)
     message = str(info.value)
     assert "exited with status" in message and "num.io.threads" in message, message
