@@ -157,12 +157,10 @@ def kreplica_cluster_factory() -> Callable[..., Any]:
 def kreplica_pool(kreplica_cluster_factory, tmp_path_factory: pytest.TempPathFactory):
     """Clusters shared by this session's (= this xdist worker's) cases; all closed at the
     end. Orphans of an earlier, killed session are reaped first."""
-    from . import cluster as cluster_pkg
+    from .cluster.reaper import reap_orphans
     from .pool import ClusterPool
 
-    reap = getattr(cluster_pkg, "reap_orphans", None)
-    if reap is not None:
-        reap()
+    reap_orphans()
     pool = ClusterPool(tmp_path_factory.mktemp("kreplica-clusters"), kreplica_cluster_factory)
     try:
         yield pool

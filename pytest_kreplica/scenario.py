@@ -189,15 +189,14 @@ def _versions(cluster: Any) -> dict[str, Any]:
 
 
 def _run_hooks(hooks: list[Hook], ctx: CaseContext, name: str) -> list[threading.Thread]:
-    errors = ctx.extra.setdefault("hook_errors", [])
-
     def wrapped(hook: Hook) -> Callable[[], None]:
         def run() -> None:
             try:
                 hook(ctx)
             except Exception as exc:  # reported in verdict.json and fails the case
                 log.exception("hook %s failed", hook)
-                errors.append(f"{name} {getattr(hook, '__name__', hook)}: {exc!r}")
+                ctx.extra.setdefault("hook_errors", []).append(
+                    f"{name} {getattr(hook, '__name__', hook)}: {exc!r}")
 
         return run
 
@@ -329,10 +328,11 @@ def _drop_topics(cluster: Any, topics: list[str]) -> None:
 
 # ------------------------------------------------------------------ replica logs
 def wait_at_rest(cluster: Any, topics: list[str], partitions: int,
-                 timeout: float = REST_TIMEOUT) -> tuple[bool, dict[tuple[str, int], Any]]:
-    """Wait (bounded) until every ISR replica of every partition has the leader's log end
-    offset. Returns whether that happened and each partition's state and log end offsets."""
-    deadline = time.monotonic() + timeout
+                 timeout: float | None = None) -> tuple[bool, dict[tuple[str, int], Any]]:
+    """Wait (bounded, ``REST_TIMEOUT`` by default) until every ISR replica of every partition
+    has the leader's log end offset. Returns whether that happened and each partition's
+    state and log end offsets."""
+    deadline = time.monotonic() + (REST_TIMEOUT if timeout is None else timeout)
     while True:
         states, at_rest = {}, True
         for topic in topics:
