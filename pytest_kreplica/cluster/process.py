@@ -399,8 +399,6 @@ class ProcessCluster(AdminCluster):
         return path
 
 
-
-
 def stop_detached(workdir: Path | str, timeout: float = 30.0) -> list[int]:
     """Stop a cluster started with ``detach``: SIGTERM its JVMs (found by their marker and
     the state file) at once, SIGKILL at the deadline, release its ports."""
