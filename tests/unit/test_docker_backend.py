@@ -83,3 +83,35 @@ def test_network_partition_matrix_runs_on_docker():
         ("leader", -1), ("leader", 1), ("follower", -1), ("follower", 1)}
     assert all(p["backend"] == "docker" and p["failure"] == "partition" for p in params)
     assert all("backend_docker" in c.markers for c in cases)
+
+
+def test_nemesis_partitions_then_heals_and_records_both():
+    from pytest_kreplica.nemesis import FaultPlan, FaultRecord, Nemesis
+
+    calls: list[tuple] = []
+    events: list[str] = []
+
+    class Cluster:
+        def partition(self, node):
+            calls.append(("partition", node))
+
+        def heal(self, node):
+            calls.append(("heal", node))
+
+        def wait_healthy(self, topics, timeout):
+            calls.append(("healthy", tuple(topics)))
+
+    class Writer:
+        def event(self, kind, **fields):
+            events.append(kind)
+
+    plan = FaultPlan(seed=1, failure="partition", target="leader")
+    nemesis = Nemesis(Cluster(), Writer(), plan, [("t", 0)])
+    spec = plan.preview(1)[0]
+    record = FaultRecord(spec.index, spec.failure, spec.target, "t", 0)
+    record.node = 2
+    nemesis._strike(spec, record)
+    nemesis._restore(spec, record)
+    assert calls == [("partition", 2), ("heal", 2), ("healthy", ("t",))]
+    assert events == ["partition", "heal", "recovered"]
+    assert record.error is None
