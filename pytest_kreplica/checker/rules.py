@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
@@ -284,8 +285,16 @@ def examples(frames: Frames, counts: dict[str, int],
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part)
+    # the branches share the rows and per-id tables: compute each once
+    rows.persist(StorageLevel.MEMORY_AND_DISK)
+    per_id.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        collected = union.collect()
+    finally:
+        per_id.unpersist()
+        rows.unpersist()
     out: dict[str, list[dict[str, Any]]] = {}
-    for r in union.collect():
+    for r in collected:
         d = {k: v for k, v in r.asDict().items() if v is not None and k != "anomaly"}
         out.setdefault(r["anomaly"], []).append(d)
     for name in ("duplicated", "aborted_reads", "unexpected", "recovered"):
