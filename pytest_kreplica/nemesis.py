@@ -88,6 +88,9 @@ class FaultRecord:
     election_s: float | None = None
     elected_from_isr: bool | None = None
     election_note: str | None = None
+    controller_before: int | None = None
+    new_controller: int | None = None
+    controller_failover_s: float | None = None  # when the victim was the active controller
     error: str | None = None
 
     @property
@@ -226,6 +229,7 @@ class Nemesis:
             state = self._wait_for_leader(topic, partition, set())
             rec.leader_before = state.leader
             rec.isr_before = sorted(state.isr)
+            rec.controller_before = self.cluster.active_controller()
             rec.node = self._choose_victim(spec, state)
             struck = True
             self._strike(spec, rec)
@@ -233,6 +237,8 @@ class Nemesis:
                 self._measure_election(spec, rec)
             else:
                 rec.election_note = "the victim did not lead the partition"
+            if rec.node == rec.controller_before:
+                self._measure_controller_failover(spec, rec)
             remaining = spec.downtime_s - (_now() - rec.strike_ns) / 1e9
             if remaining > 0:
                 time.sleep(remaining)
@@ -299,6 +305,31 @@ class Nemesis:
                                   f"{state.leader_epoch}; isr before {rec.isr_before})"))
         self.progress(f"fault #{spec.index}: new leader {state.leader} after "
                       f"{rec.election_s:.2f} s")
+
+    def _measure_controller_failover(self, spec: FaultSpec, rec: FaultRecord) -> None:
+        """Time from the strike until the KRaft quorum names another leader (C.5). Bounded
+        by the downtime for a pause: a short pause may keep the quorum leader."""
+        timeout = self.election_timeout
+        if spec.failure == "soft":
+            timeout = max(spec.downtime_s - (_now() - rec.strike_ns) / 1e9, 0.1)
+        retrying = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.1),
+                            retry=retry_if_result(lambda c: c is None or c == rec.node)
+                            | retry_if_exception_type(Exception))
+        try:
+            controller = retrying(self.cluster.active_controller)
+        except RetryError:
+            if spec.failure != "soft":
+                raise ClusterError(f"expected a KRaft quorum leader other than node {rec.node} "
+                                   f"within {timeout:.1f} s; broker logs: " + ", ".join(
+                                       str(p) for p in self.cluster.log_files().values())
+                                   ) from None
+            return
+        seen_ns = _now()
+        rec.new_controller = controller
+        rec.controller_failover_s = round((seen_ns - rec.strike_ns) / 1e9, 3)
+        self.writer.event("elect", node=str(controller), role="controller", time_ns=seen_ns,
+                          detail=(f"active controller {rec.node} -> {controller} after "
+                                  f"{rec.controller_failover_s:.2f} s"))
 
     def _restore(self, spec: FaultSpec, rec: FaultRecord) -> None:
         kind = RESTORE_KIND[spec.failure]

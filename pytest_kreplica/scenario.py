@@ -52,6 +52,8 @@ class CaseContext:
     stop: threading.Event
     run_dir: Path
     extra: dict[str, Any] = field(default_factory=dict)  # results a hook wants in verdict.json
+    stats: Any = None  # the producer's ProduceStats (sent / acked counts), for progress lines
+    consumer: Any = None  # the Consumer (``polled`` count), for progress lines
 
 
 Hook = Callable[[CaseContext], None]
@@ -61,6 +63,10 @@ Hook = Callable[[CaseContext], None]
 class CaseHooks:
     during_produce: list[Hook] = field(default_factory=list)
     during_consume: list[Hook] = field(default_factory=list)
+    # the producer keeps sending past the case's ``messages`` while any of these is true
+    # (a nemesis still has faults to inject), at most ``produce_rate`` sends a second
+    keep_producing: list[Callable[[], bool]] = field(default_factory=list)
+    produce_rate: float | None = None
 
 
 @dataclass
@@ -93,7 +99,13 @@ class CaseResult:
 
     @property
     def valid(self) -> bool:
-        return bool(self.verdict.valid) and self.replica.valid and not self.hook_errors
+        return (bool(self.verdict.valid) and self.replica.valid and not self.hook_errors
+                and not self.failed_checks)
+
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        """Scenario checks beyond the history (e.g. C.2's bounded election) that failed."""
+        return [c for c in self.extra.get("checks") or [] if not c.get("ok")]
 
     @property
     def hook_errors(self) -> list[str]:
@@ -123,6 +135,8 @@ class CaseResult:
                          f"{json.dumps(self.replica.mismatches[:5])}")
         if self.hook_errors:
             lines.append(f"hooks: expected none to fail, seen {self.hook_errors}")
+        for check in self.failed_checks:
+            lines.append(f"check {check['name']}: {check.get('detail')}")
         lines.append(f"run directory: {self.run_dir}")
         lines.extend(f"broker {n} log: {p}" for n, p in sorted(self.log_files.items()))
         return "\n".join(lines)
@@ -205,7 +219,8 @@ def _join(threads: list[threading.Thread], ctx: CaseContext) -> None:
 
 def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = None, *,
              spark_master: str | None = None, replica_check: bool = True,
-             drain_timeout: float = DRAIN_TIMEOUT) -> CaseResult:
+             drain_timeout: float = DRAIN_TIMEOUT,
+             cluster_ready_s: float | None = None) -> CaseResult:
     """Run ``case`` on a started, healthy ``cluster``; write ``run_dir``; validate."""
     from .cluster.base import TopicSpec
     from .workload import Consumer, ProduceStats, produce
@@ -213,6 +228,8 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
     hooks = hooks or CaseHooks()
     run_dir = Path(run_dir)
     phases = _Phases()
+    if cluster_ready_s is not None:  # the pool's health gate (or a cold start) for this case
+        phases["cluster ready"] = round(cluster_ready_s, 3)
     topics = topic_names(case)
     meta: dict[str, Any] = {
         "case_id": case.case_id, "matrix": case.matrix, "scenario": case.scenario,
@@ -226,15 +243,18 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
         with phases.timed("topics"):
             cluster.create_topics([TopicSpec(t, case.partitions, case.replication_factor,
                                              topic_config(case)) for t in topics])
-        ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
-                          threading.Event(), run_dir, extra)
         consumer = Consumer(topics, case.partitions, cluster.live_bootstrap_servers, writer)
         stats = ProduceStats()
+        ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
+                          threading.Event(), run_dir, extra, stats, consumer)
+        keep = hooks.keep_producing
         with phases.timed("produce"):
             consumer.start()
             threads = _run_hooks(hooks.during_produce, ctx, "during_produce")
             try:
-                produce(case, topics, cluster.live_bootstrap_servers(), writer, stats)
+                produce(case, topics, cluster.live_bootstrap_servers(), writer, stats,
+                        keep_going=(lambda: any(k() for k in keep)) if keep else None,
+                        max_rate=hooks.produce_rate)
             finally:
                 _join(threads, ctx)
         with phases.timed("drain"):
@@ -260,12 +280,36 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
                         {n: str(p) for n, p in cluster.log_files().items()}, extra)
     meta.update(end_time=time.time(), phases=dict(phases))
     write_run_json(run_dir, meta)
-    _write_json(run_dir / "verdict.json", {
-        "valid": result.valid, "semantics": case.semantics,
-        "history": {"valid": bool(verdict.valid), "counts": dict(verdict.counts)},
-        "replicas": replica.as_dict(), "phases": dict(phases), **extra})
+    _write_verdict_and_report(result)
     _drop_topics(cluster, topics)
     return result
+
+
+def _write_verdict_and_report(result: CaseResult) -> None:
+    """verdict.json (report.verdict) and report.html: the report is for people, so a
+    problem drawing it is logged and noted in the verdict, never fails the case."""
+    from .report import build_verdict, write_report, write_verdict
+
+    case, verdict = result.case, result.verdict
+    history = verdict.to_dict() if hasattr(verdict, "to_dict") else {
+        "valid": bool(verdict.valid), "counts": dict(verdict.counts),
+        "examples": getattr(verdict, "examples", {})}
+    extra = {k: v for k, v in result.extra.items()
+             if k not in ("faults", "fault_plan", "checks", "election_s", "election_max_s")}
+    doc = build_verdict(
+        case_id=case.case_id, parameters=case.as_dict(), semantics=case.semantics,
+        history=history, replicas=result.replica.as_dict(), phases=result.phases,
+        faults=result.extra.get("faults"), fault_plan=result.extra.get("fault_plan"),
+        seed=case.seed, checks=result.extra.get("checks"),
+        duration_s=round(sum(result.phases.values()), 3),
+        extra={**extra, "passed": result.valid})
+    write_verdict(result.run_dir, doc)
+    try:
+        write_report(result.run_dir)
+    except Exception as exc:
+        log.warning("report.html for %s failed: %r", case.case_id, exc)
+        doc["report_error"] = repr(exc)
+        write_verdict(result.run_dir, doc)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -89,14 +89,19 @@ def producer_config(case: Any, bootstrap: str) -> dict[str, Any]:
         "delivery_timeout_ms": DELIVERY_TIMEOUT_MS,
         "max_block_ms": MAX_BLOCK_MS,
         "reconnect_backoff_max_ms": 1000,
-        "retries": 2**31 - 1 if case.idempotence else 5,
+        # at-most-once cases (acks 1/0 under faults) never retry: a retry may duplicate
+        "retries": 2**31 - 1 if case.idempotence else (
+            0 if getattr(case, "semantics", None) == "at-most-once" else 5),
     }
 
 
 def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
             stats: ProduceStats | None = None, stop: threading.Event | None = None,
-            process: int = PRODUCER_PROCESS) -> ProduceStats:
-    """Send the case's messages; every attempt becomes one ``sends`` row."""
+            process: int = PRODUCER_PROCESS, keep_going: Callable[[], bool] | None = None,
+            max_rate: float | None = None) -> ProduceStats:
+    """Send the case's messages; every attempt becomes one ``sends`` row. With
+    ``keep_going``, sending continues past ``messages`` while it returns true (faults are
+    still being injected); ``max_rate`` caps sends per second so such a run stays small."""
     from kafka import KafkaProducer
 
     stats = stats or ProduceStats()
@@ -125,9 +130,18 @@ def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
         stats.count(status, message_id)
 
     try:
-        for i in range(case.messages):
+        started = time.monotonic()
+        i = -1
+        while True:
+            i += 1
+            if i >= case.messages and (keep_going is None or not keep_going()):
+                break
             if stop is not None and stop.is_set():
                 break
+            if max_rate:
+                ahead = started + i / max_rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
             topic, partition = targets[i % len(targets)]
             message_id = str(i)
             invoke = now_ns()

@@ -728,8 +728,10 @@ class ProcessCluster(Cluster):
 
 def _transient(exc: BaseException) -> bool:
     """Client errors worth a retry with a fresh admin client."""
-    from kafka.errors import KafkaError
+    from kafka.errors import KafkaError, UnknownBrokerIdError
 
+    if isinstance(exc, UnknownBrokerIdError):  # stale metadata right after a node restart
+        return True
     if isinstance(exc, KafkaError):
         return bool(exc.retriable or exc.invalid_metadata)
     return isinstance(exc, (OSError, TimeoutError))

@@ -80,7 +80,9 @@ def timeline_svg(data: RunData) -> str:
     for e in data.events:
         t = data.seconds(e.get("time_ns"))
         if e.get("kind") == "elect" and e.get("node") in row:
-            ax.plot(t, row[e["node"]], marker="D", color="#2ca02c", ms=7, zorder=3)
+            controller = e.get("role") == "controller"
+            ax.plot(t, row[e["node"]], marker="s" if controller else "D", ms=7, zorder=3,
+                    color="#17becf" if controller else "#2ca02c")
         elif e.get("kind") in ("drain-start", "drain-end"):
             ax.axvline(t, color="#7f7f7f", ls="--", lw=1)
             ax.annotate(e["kind"], (t, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
@@ -95,6 +97,9 @@ def timeline_svg(data: RunData) -> str:
               if any(s["kind"] == k for s in spans)]
     legend.append(Patch(color="#bbbbbb", label="restored, catching up"))
     legend.append(plt.Line2D([], [], marker="D", color="#2ca02c", ls="", label="new leader"))
+    if any(e.get("kind") == "elect" and e.get("role") == "controller" for e in data.events):
+        legend.append(plt.Line2D([], [], marker="s", color="#17becf", ls="",
+                                 label="new controller"))
     fig.legend(handles=legend, loc="lower center", ncol=6, fontsize=8, frameon=False)
     ax.set_title("Faults and leader changes", pad=14)
     return _svg(fig)

@@ -194,7 +194,7 @@ def test_summary_table_reaches_the_controller(project, workers):
     table = out.split("kreplica matrix summary", 1)[1].splitlines()
     header = next(line for line in table if line.startswith("case "))
     assert header.split() == ["case", "verdict", "sent", "acked", "lost", "unseen", "dup",
-                              "duration", "run", "dir"]
+                              "election", "duration", "run", "dir"]
     rows: dict[str, list[str]] = {}
     for line in table:  # test_case's rows come first; test_broken's follow
         if line.startswith("mini-"):
