@@ -513,6 +513,7 @@ class ClusterWriter:
 
 PROBE_PROCESS = 2  # the readiness probe's sends: ordinary, acknowledged history rows
 MIRROR_DRAIN_TIMEOUT = 180.0
+MIRROR_FAULT_RATE = 100.0  # sends/s while MirrorMaker 2 faults run: restarts take a minute
 
 
 def probe(topics: list[str], bootstrap: str, writer: Any) -> set[str]:
@@ -617,7 +618,10 @@ def run_mirror_case(case: Any, source: Any, target: Any, run_dir: Path, *,
                                               name="kreplica-mirror-nemesis", daemon=True)
                     thread.start()
                 try:
-                    produce(case, topics, source.live_bootstrap_servers(), src_writer, stats)
+                    # keep sending while faults are still being injected (rate-capped)
+                    keep = (lambda: thread.is_alive()) if thread is not None else None
+                    produce(case, topics, source.live_bootstrap_servers(), src_writer, stats,
+                            keep_going=keep, max_rate=MIRROR_FAULT_RATE if keep else None)
                 finally:
                     ctx.stop.set()
                     if thread is not None:
