@@ -217,3 +217,16 @@ def test_summary_extension_hook(project):
     project.makepyfile(test_cases=textwrap.dedent(SUMMARY_TEST))
     result = project.runpytest("-q", "-k", "not test_broken")
     assert "INDEX 6 rows" in result.stdout.str()
+
+
+def test_plugin_import_stays_light():
+    """Loading the plugin (every pytest run) must not pull in clients, Spark or plotting."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_kreplica.plugin; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'kafka', 'pyspark', "
+            "'matplotlib', 'docker', 'pyarrow', 'yaml', 'allpairspy', 'psutil'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
