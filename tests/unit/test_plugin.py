@@ -98,6 +98,16 @@ def test_malformed_matrix_stops_collection_with_one_line(project, matrix_text, e
     assert "passed" not in result.stdout.str()  # nothing ran
 
 
+def test_malformed_matrix_under_xdist_is_one_line_too(project):
+    (project.path / "matrices" / "bad.yaml").write_text("dimensions: {acks: [2]}\n")
+    result = project.runpytest("-q", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in result.errlines if line.strip()] == [
+        f"ERROR: {project.path / 'matrices' / 'bad.yaml'}: dimensions.acks: bad value 2; "
+        "allowed: -1 | all | 1 | 0"]
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
 def test_unknown_matrix_name_is_one_line(project):
     result = project.runpytest("-q", "--kreplica-matrix", "nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
