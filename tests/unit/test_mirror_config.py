@@ -98,3 +98,13 @@ def test_mirror_maker_target_outside_the_mirror_scenario_is_one_line():
     with pytest.raises(MatrixError, match="replication_policy"):
         parse_matrix(Path("x.yaml"), {"scenario": "mirror", "dimensions": {
             "replication_policy": ["prefix"]}})
+
+
+def test_fault_plan_takes_the_mirror_maker_target_but_random_never_draws_it():
+    from pytest_kreplica.nemesis import FaultPlan
+
+    plan = FaultPlan(seed=4, failure="hard", target="mirror-maker", failures=2)
+    assert [s.target for s in plan.faults()] == ["mirror-maker", "mirror-maker"]
+    drawn = {s.target for s in FaultPlan(seed=4, failure="hard", target="random",
+                                         failures=200).faults()}
+    assert "mirror-maker" not in drawn
