@@ -152,8 +152,12 @@ class _Ticker:
             stats, consumer = ctx.stats, ctx.consumer
             sent, acked = getattr(stats, "sent", "?"), getattr(stats, "ok", "?")
             consumed = getattr(consumer, "polled", "?")
-            say(ctx, f"sent {sent}, acked {acked}, consumed {consumed}; faults done "
-                     f"{len(nem.records)}; next: {nem.next_fault or 'none'}")
+            if nem.current_fault:
+                faults = f"fault in progress: {nem.current_fault}"
+            else:
+                faults = f"next fault: {nem.next_fault or 'none'}"
+            say(ctx, f"sent {sent}, acked {acked}, consumed {consumed}; "
+                     f"{len(nem.records)} fault(s) struck; {faults}")
 
     def stop(self) -> None:
         self._stop.set()
