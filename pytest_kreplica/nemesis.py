@@ -36,6 +36,9 @@ from .errors import ClusterError, InputError
 
 FAILURES = ("clean", "hard", "soft")  # the B.2 failure types the nemesis applies
 TARGETS = ("leader", "follower", "controller")
+# targets that are components beside the cluster; their nemesis lives with the component
+# (``pytest_kreplica.mirror.MirrorNemesis``), never drawn by ``random``
+COMPONENT_TARGETS = ("mirror-maker",)
 RANDOM = "random"  # failure or target drawn per fault from the seed (C.8 soak runs)
 
 # strike method of the Cluster API and the event kind written for each failure type
@@ -128,7 +131,7 @@ class FaultPlan:
 
     def __post_init__(self) -> None:
         for key, value, allowed in (("failure", self.failure, FAILURES),
-                                    ("target", self.target, TARGETS)):
+                                    ("target", self.target, TARGETS + COMPONENT_TARGETS)):
             if value not in (*allowed, RANDOM):
                 raise InputError(f"nemesis: {key} {value!r} is not allowed; allowed: "
                                  f"{', '.join((*allowed, RANDOM))}")

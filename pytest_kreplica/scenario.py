@@ -89,54 +89,59 @@ class ReplicaCheck:
 
 @dataclass
 class CaseResult:
+    """What a case showed: the checker's ``Verdict``, the replica check, scenario checks a
+    hook added (``extra["checks"]``: ``{name, ok, detail}``), phase timings, broker logs."""
+
     case: Any
     run_dir: Path
-    verdict: Any  # the checker's Verdict
+    verdict: Any  # pytest_kreplica.checker.Verdict
     replica: ReplicaCheck
     phases: dict[str, float]
     log_files: dict[int, str]
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def hook_errors(self) -> list[str]:
+        return self.extra.get("hook_errors") or []
+
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        return [c for c in self.extra.get("checks") or [] if not c.get("ok")]
+
+    @property
     def valid(self) -> bool:
         return (bool(self.verdict.valid) and self.replica.valid and not self.hook_errors
                 and not self.failed_checks)
 
-    @property
-    def failed_checks(self) -> list[dict[str, Any]]:
-        """Scenario checks beyond the history (e.g. C.2's bounded election) that failed."""
-        return [c for c in self.extra.get("checks") or [] if not c.get("ok")]
-
-    @property
-    def hook_errors(self) -> list[str]:
-        return self.extra.get("hook_errors") or []
-
     def summary(self) -> dict[str, Any]:
-        """The JSON row for the summary table."""
-        return {"case_id": self.case.case_id, "matrix": self.case.matrix,
+        """The JSON row for the summary table (scalar extras only: faults stay in
+        verdict.json)."""
+        scalars = {k: v for k, v in self.extra.items()
+                   if isinstance(v, str | int | float | bool) or v is None}
+        return {**scalars, "case_id": self.case.case_id, "matrix": self.case.matrix,
                 "verdict": "valid" if self.valid else "invalid",
                 "history_valid": bool(self.verdict.valid), "replicas_valid": self.replica.valid,
                 "semantics": self.case.semantics, "counts": dict(self.verdict.counts),
-                "duration_s": sum(self.phases.values()), "phases": self.phases,
-                "run_dir": str(self.run_dir), **self.extra}
+                "duration_s": round(sum(self.phases.values()), 3), "phases": self.phases,
+                "run_dir": str(self.run_dir)}
 
     def failure_message(self) -> str:
         lines = [f"case {self.case.case_id} ({self.case.semantics}) is not valid"]
         if not self.verdict.valid:
-            bad = {k: v for k, v in self.verdict.counts.items()
-                   if v and k in _INVALIDATING.get(self.case.semantics, ())}
-            lines.append(f"history: expected no anomalies, seen {bad}")
-            for name, rows in (getattr(self.verdict, "examples", None) or {}).items():
-                if rows and name in bad:
-                    lines.append(f"  {name}: {json.dumps(rows[:10], default=str)}")
+            bad = self.verdict.failures()
+            lines.append("history: expected no " + ", ".join(bad) + "; seen "
+                         + ", ".join(f"{n} {self.verdict.counts[n]}" for n in bad))
+            for name in bad:
+                rows = self.verdict.examples.get(name) or []
+                lines.append(f"  {name} e.g. {json.dumps(rows[:10], default=str)}")
         if not self.replica.valid:
             lines.append(f"replicas: expected equal closed segments on every replica, "
                          f"{len(self.replica.mismatches)} differ: "
                          f"{json.dumps(self.replica.mismatches[:5])}")
+        for check in self.failed_checks:
+            lines.append(f"check {check.get('name')}: {check.get('detail')}")
         if self.hook_errors:
             lines.append(f"hooks: expected none to fail, seen {self.hook_errors}")
-        for check in self.failed_checks:
-            lines.append(f"check {check['name']}: {check.get('detail')}")
         lines.append(f"run directory: {self.run_dir}")
         lines.extend(f"broker {n} log: {p}" for n, p in sorted(self.log_files.items()))
         return "\n".join(lines)
@@ -144,16 +149,6 @@ class CaseResult:
     def assert_valid(self) -> None:
         if not self.valid:
             raise AssertionError(self.failure_message())
-
-
-_ALO = ("lost", "unseen", "inconsistent_offsets", "aborted_reads", "unexpected",
-        "nonmonotonic_polls", "poll_skips")
-_INVALIDATING = {
-    "at-least-once": _ALO,
-    "exactly-once": (*_ALO, "duplicated"),
-    "at-most-once": ("duplicated", "inconsistent_offsets", "aborted_reads", "unexpected",
-                     "nonmonotonic_polls", "poll_skips"),
-}
 
 
 class _Phases(dict):
@@ -274,8 +269,7 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
     with phases.timed("validation"):
         from .checker import check
 
-        verdict = check(run_dir, case.semantics, spark_master=spark_master) \
-            if spark_master else check(run_dir, case.semantics)
+        verdict = check(run_dir, case.semantics, spark_master=spark_master)
     result = CaseResult(case, run_dir, verdict, replica, dict(phases),
                         {n: str(p) for n, p in cluster.log_files().items()}, extra)
     meta.update(end_time=time.time(), phases=dict(phases))

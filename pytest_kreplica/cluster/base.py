@@ -29,12 +29,15 @@ class ClusterSpec:
     kafka_version: str | None = None  # None: the newest version whose artifacts all exist
     broker_config: tuple[tuple[str, str], ...] = ()  # extra server.properties, sorted pairs
     backend: str = "process"
+    # tells apart clusters a case needs several of (mirrored runs: "source" / "target");
+    # "" for the single cluster of an ordinary case
+    role: str = ""
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)
         merged.update({k.replace("_", "."): str(v) for k, v in settings.items()})
         return ClusterSpec(self.brokers, self.kafka_version, tuple(sorted(merged.items())),
-                           self.backend)
+                           self.backend, self.role)
 
 
 @dataclass
