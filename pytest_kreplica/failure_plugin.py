@@ -39,13 +39,6 @@ class FailurePlugin:
     def pytest_kreplica_case_hooks(self, config: pytest.Config, case: Any, hooks: Any) -> None:
         if case.failure == "none":
             return
-        if case.failure == "partition":
-            def unsupported(ctx: Any) -> None:
-                raise NotImplementedError(
-                    "failure partition (network cut) is not implemented by the nemesis yet; "
-                    "allowed here: clean | hard | soft | random")
-            hooks.during_produce.append(unsupported)
-            return
         if case.target == "mirror-maker":
             return  # the two-cluster scenario drives MirrorMaker faults itself
         duration = case.duration  # only duration-bounded (soak) cases take the override
