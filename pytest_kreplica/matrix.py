@@ -369,6 +369,11 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise _fail(path, f"{where}.target",
                     f"{p['target']} needs replication_factor >= 2 (rf 1 has no follower); "
                     "allowed: leader | controller, or replication_factor >= 2")
+    if p["failure"] == "partition" and p["backend"] != "docker":
+        raise _fail(path, f"{where}.failure",
+                    f"partition needs backend docker (--kreplica-backend docker or "
+                    f"backend: [docker]), got backend {p['backend']}; allowed on "
+                    f"{p['backend']}: none | clean | hard | soft | random")
     if p["failure"] != "none" and p["target"] == "mirror-maker" and scenario != "mirror":
         raise _fail(path, f"{where}.target",
                     f"mirror-maker needs scenario mirror, got {scenario}; allowed: "
