@@ -8,6 +8,7 @@ pyspark is imported here, lazily, never at plugin import time.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,8 @@ def get_spark(master: str | None = None) -> SparkSession:
             return _session
         from pyspark.sql import SparkSession
 
+        # Python workers (mapInArrow tasks) must run this interpreter: it has our deps
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         url = master if master is not None else os.environ.get(ENV_MASTER) or DEFAULT_MASTER
         builder = (
             SparkSession.builder.appName("kreplica")
