@@ -7,7 +7,7 @@ from pathlib import Path
 from .base import Cluster, ClusterSpec, Node, NodeState, PartitionState, TopicSpec
 
 __all__ = ["Cluster", "ClusterSpec", "Node", "NodeState", "PartitionState", "TopicSpec",
-           "BACKENDS", "create_cluster"]
+           "BACKENDS", "create_cluster", "reap_orphans"]
 
 BACKENDS = ("process", "docker")
 
@@ -25,3 +25,10 @@ def create_cluster(spec: ClusterSpec, workdir: Path) -> Cluster:
     from ..errors import InputError
 
     raise InputError(f"backend {spec.backend!r} is unknown; allowed: {', '.join(BACKENDS)}")
+
+
+def reap_orphans() -> list[int]:
+    """Kill broker JVMs left by dead sessions (the plugin calls this at session start)."""
+    from .reaper import reap_orphans as reap
+
+    return reap()

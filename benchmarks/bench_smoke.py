@@ -1,0 +1,109 @@
+"""Per-case overhead on a reused cluster, and the smoke matrix's wall time with -n 1 / -n 2.
+
+    python benchmarks/bench_smoke.py overhead [--runs 5]
+    python benchmarks/bench_smoke.py smoke [--runs 1] [--workers 1 2]
+
+``overhead`` starts one 3-node cluster (the pool's way: health gate before each case), then
+runs a tiny case (10 async messages, 1 partition) ``--runs`` times through the same
+``ClusterPool.acquire`` + ``run_case`` path the plugin uses and prints the median of each phase.
+Everything but the produce phase is overhead a case pays on a reused cluster (target <= 2 s).
+``smoke`` runs ``pytest tests/system -m smoke -n W`` in a subprocess and prints the wall
+time per worker count (medians when ``--runs`` > 1), and the -n 2 / -n 1 ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TINY = """
+dimensions:
+  partitions: [1]
+  replication_factor: [3]
+  producer_mode: [async]
+  messages: [10]
+"""
+
+
+def overhead(runs: int) -> None:
+    import yaml
+
+    from pytest_kreplica.cluster import create_cluster
+    from pytest_kreplica.matrix import parse_matrix
+    from pytest_kreplica.pool import ClusterPool, cluster_spec
+    from pytest_kreplica.scenario import run_case
+
+    case = parse_matrix(Path("bench.yaml"), yaml.safe_load(TINY)).cases[0]
+    with tempfile.TemporaryDirectory(prefix="kreplica-bench-") as tmp:
+        pool = ClusterPool(Path(tmp) / "clusters", create_cluster)
+        try:
+            started = time.monotonic()
+            pool.acquire(cluster_spec(case))
+            print(f"cluster cold start (3 nodes): {time.monotonic() - started:.2f} s")
+            rows = []
+            for i in range(runs + 1):  # the first run warms Spark and the clients up
+                t0 = time.monotonic()
+                cluster = pool.acquire(cluster_spec(case))
+                gate = time.monotonic() - t0
+                result = run_case(case, cluster, Path(tmp) / f"run-{i}")
+                total = time.monotonic() - t0
+                phases = {"gate": gate, **result.phases, "total": total}
+                phases["overhead"] = total - result.phases["produce"]
+                assert result.valid, result.failure_message()
+                if i:
+                    rows.append(phases)
+                print(f"run {i}{' (warm-up)' if not i else ''}: "
+                      + "  ".join(f"{k} {v:.2f}" for k, v in phases.items()))
+        finally:
+            pool.close_all()
+    print(f"median over {runs} runs (s):")
+    for key in rows[0]:
+        print(f"  {key:<11}{statistics.median(r[key] for r in rows):7.2f}")
+
+
+def smoke(runs: int, workers: list[int]) -> None:
+    times: dict[int, list[float]] = {}
+    for w in workers:
+        for _ in range(runs):
+            cmd = [sys.executable, "-m", "pytest", "tests/system", "-m", "smoke", "-q",
+                   "-p", "no:cacheprovider", "-n", str(w)]
+            t0 = time.monotonic()
+            proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                  capture_output=True, text=True)
+            elapsed = time.monotonic() - t0
+            last = (proc.stdout.strip().splitlines() or ["?"])[-1]
+            print(f"-n {w}: {elapsed:.1f} s (exit {proc.returncode}: {last})")
+            times.setdefault(w, []).append(elapsed)
+    medians = {w: statistics.median(t) for w, t in times.items()}
+    for w, m in medians.items():
+        print(f"smoke matrix -n {w}: median {m:.1f} s over {len(times[w])} run(s)")
+    if 1 in medians and 2 in medians:
+        print(f"ratio -n 2 / -n 1: {medians[2] / medians[1]:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("overhead")
+    p.add_argument("--runs", type=int, default=5)
+    p = sub.add_parser("smoke")
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    if args.what == "overhead":
+        overhead(args.runs)
+    else:
+        smoke(args.runs, args.workers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,830 @@
+"""The ``process`` backend: N combined broker+controller KRaft nodes as local JVMs.
+
+Every JVM is forked by one long-lived launcher thread with the parent-death signal set
+(``PR_SET_PDEATHSIG`` fires when the *forking thread* exits, so a short-lived thread would
+kill its children early), runs in its own process group, and carries an owner marker the
+reaper finds if all else failed. Roles and readiness come from the admin APIs
+(DescribeCluster, DescribeQuorum, Metadata, ListOffsets), polled with bounded waits.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from .. import distribution
+from ..errors import ClusterError, NodeError
+from . import config as kconfig
+from . import ports as kports
+from . import reaper
+from .base import Cluster, ClusterSpec, Node, NodeState, PartitionState, TopicSpec
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+PR_SET_PDEATHSIG = 1
+STATE_FILE = "cluster.json"
+POLL_S = 0.1
+ADMIN_REQUEST_TIMEOUT_MS = 5000
+FORMAT_TIMEOUT_S = 120.0
+KILL_WAIT_S = 15.0
+DEBUG_REPLICA_ID = -2  # ListOffsets from a debugging client: followers answer with their LEO
+
+
+class NotYet(Exception):
+    """An observed state is not the expected one yet (tenacity retries on it)."""
+
+
+def _wait_until(check: Callable[[], Any], timeout: float, what: str,
+                describe_failure: Callable[[str], Exception]) -> Any:
+    """Poll ``check`` until it returns without raising ``NotYet``; raise the exception built
+    by ``describe_failure(last_seen)`` at the deadline."""
+    last: list[str] = ["nothing observed yet"]
+
+    def attempt() -> Any:
+        try:
+            return check()
+        except NotYet as exc:
+            last[0] = str(exc)
+            raise
+
+    try:
+        for retry in Retrying(stop=stop_after_delay(max(timeout, 0.0)), wait=wait_fixed(POLL_S),
+                              retry=retry_if_exception_type(NotYet), reraise=False):
+            with retry:
+                return attempt()
+    except RetryError:
+        raise describe_failure(f"waited {timeout:.0f} s for {what}; last seen: {last[0]}") \
+            from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# -- launching ---------------------------------------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with(parent_pid: int) -> Callable[[], None]:
+    def preexec() -> None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+    return preexec
+
+
+class _Launcher:
+    """One daemon thread that forks every child of this process."""
+
+    _instance: _Launcher | None = None
+    _guard = threading.Lock()
+
+    def __init__(self) -> None:
+        self._jobs: list = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="kreplica-launcher",
+                                        daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def get(cls) -> _Launcher:
+        with cls._guard:
+            if cls._instance is None or not cls._instance._thread.is_alive() \
+                    or cls._instance._pid != os.getpid():
+                cls._instance = cls()
+                cls._instance._pid = os.getpid()
+            return cls._instance
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs:
+                    self._cond.wait()
+                func, future = self._jobs.pop(0)
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(func())
+                except BaseException as exc:  # handed to the caller
+                    future.set_exception(exc)
+
+    def popen(self, cmd: list[str], *, die_with_parent: bool = True,
+              **kwargs: Any) -> subprocess.Popen:
+        preexec = _die_with(os.getpid()) if die_with_parent else None
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._cond:
+            self._jobs.append((lambda: subprocess.Popen(
+                cmd, start_new_session=True, preexec_fn=preexec, **kwargs), future))
+            self._cond.notify()
+        return future.result(timeout=60)
+
+
+# -- the backend -------------------------------------------------------------------------------
+
+class ProcessCluster(Cluster):
+    """A KRaft cluster of local JVMs on 127.0.0.1 (see module docstring)."""
+
+    def __init__(self, spec: ClusterSpec, workdir: Path | str, *, detached: bool = False,
+                 use_archive: bool = True, heap_mb: int = 256, tuned: bool = True,
+                 extra_jvm_flags: tuple[str, ...] = ()):
+        if spec.brokers < 1:
+            raise ClusterError(f"a cluster needs at least 1 broker, got brokers={spec.brokers}")
+        self.spec = spec
+        self.workdir = Path(workdir).resolve()
+        self.detached = detached
+        self.use_archive = use_archive
+        self.heap_mb = heap_mb
+        self.tuned = tuned
+        self.extra_jvm_flags = tuple(extra_jvm_flags)
+        self.dist: distribution.Distribution | None = None
+        self.kafka_version: str | None = spec.kafka_version
+        self.cluster_id: str | None = None
+        self._nodes: list[Node] = []
+        self._procs: dict[int, subprocess.Popen] = {}
+        self._states: dict[int, NodeState] = {}
+        self._ports: list[int] = []
+        self._admin_client = None
+        self._admin_key: str | None = None
+        self._lock = threading.RLock()
+        self.timings: dict[str, float] = {}
+
+    # -- description ---------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.address for n in self._nodes)
+
+    @property
+    def nodes(self) -> list[Node]:
+        return list(self._nodes)
+
+    def node_state(self, node_id: int) -> NodeState:
+        self.node(node_id)
+        proc = self._procs.get(node_id)
+        if proc is None or proc.poll() is not None:
+            self._states[node_id] = NodeState.STOPPED
+        return self._states.get(node_id, NodeState.STOPPED)
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["kafka_version"] = self.kafka_version
+        info["cluster_id"] = self.cluster_id
+        info["workdir"] = str(self.workdir)
+        for n in self._nodes:
+            info["nodes"][str(n.node_id)]["pid"] = n.pid
+        return info
+
+    def _logs_hint(self, node_ids: list[int] | None = None) -> str:
+        chosen = [n for n in self._nodes if node_ids is None or n.node_id in node_ids]
+        return "logs: " + ", ".join(f"node {n.node_id} {n.log_file}" for n in chosen)
+
+    def _last_error_line(self, node: Node) -> str:
+        try:
+            with open(node.log_file, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 64 * 1024))
+                lines = fh.read().decode(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        for line in reversed(lines):
+            if " ERROR " in line or "Exception" in line or line.startswith("Error"):
+                return line.strip()[:300]
+        return (lines[-1].strip()[:300] if lines else "(empty log)")
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self, timeout: float = 60.0) -> None:
+        """Resolve jars, claim ports, format storage and start every node in parallel; return
+        when every broker is registered unfenced and the quorum has a leader."""
+        started = time.monotonic()
+        if not self.detached:
+            reaper.reap_orphans()
+        self.dist = distribution.resolve(self.spec.kafka_version)
+        self.kafka_version = self.dist.version
+        self.timings["resolve"] = time.monotonic() - started
+        if self.use_archive:
+            ensure_class_data_archive(self.dist)
+        self.timings["archive"] = time.monotonic() - started - self.timings["resolve"]
+        t0 = time.monotonic()
+        try:
+            self._prepare()
+            self._format_all()
+            self.timings["format"] = time.monotonic() - t0
+            t1 = time.monotonic()
+            for node in self._nodes:
+                self._launch(node)
+            remaining = timeout - (time.monotonic() - t0)
+            self._wait_ready(remaining)
+            self.timings["launch_to_ready"] = time.monotonic() - t1
+        except BaseException:
+            self.close()
+            raise
+        if self.detached:
+            self._hand_over_ports()
+            self.write_state()
+
+    def _prepare(self) -> None:
+        n = self.spec.brokers
+        if self.workdir.exists() and any(self.workdir.glob("node-*")):
+            raise ClusterError(f"{self.workdir} already holds a cluster (node-* folders); "
+                               "use an empty directory")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._ports = kports.claim_ports(2 * n, HOST)
+        addresses = [kconfig.NodeAddress(i + 1, HOST, self._ports[2 * i], self._ports[2 * i + 1])
+                     for i in range(n)]
+        voters = kconfig.quorum_voters(addresses)
+        self.cluster_id = kconfig.new_cluster_id()
+        for addr in addresses:
+            home = self.workdir / f"node-{addr.node_id}"
+            data = home / "data"
+            data.mkdir(parents=True, exist_ok=True)
+            props = kconfig.server_properties(addr, voters, str(data), n,
+                                              self.spec.broker_config, tuned=self.tuned)
+            (home / "server.properties").write_text(kconfig.render_properties(props))
+            self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
+                                    log_dir=data, log_file=home / "server.log"))
+            self._states[addr.node_id] = NodeState.STOPPED
+
+    def _jvm_command(self, node: Node | None, main_class: str, *args: str) -> list[str]:
+        assert self.dist is not None
+        marks = reaper.owner_flags(str(self.workdir), detached=self.detached)
+        if node is not None:
+            marks.append(f"-Dkreplica.node={node.node_id}")
+        return self.dist.command(main_class, *args, heap_mb=self.heap_mb,
+                                 archive=self.use_archive,
+                                 extra_flags=[*marks, *self.extra_jvm_flags])
+
+    def _popen(self, cmd: list[str], log_path: Path) -> subprocess.Popen:
+        with open(log_path, "ab") as out:
+            return _Launcher.get().popen(cmd, die_with_parent=not self.detached,
+                                         stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=str(log_path.parent))
+
+    def _format_all(self) -> None:
+        """Format every node's storage in parallel (StorageTool, same class in 3.9 and 4.x)."""
+        assert self.cluster_id is not None
+        procs = []
+        for node in self._nodes:
+            home = node.log_file.parent
+            cmd = self._jvm_command(None, "kafka.tools.StorageTool", "format", "-t",
+                                    self.cluster_id, "-c", str(home / "server.properties"),
+                                    "--ignore-formatted")
+            cmd = [c for c in cmd if not c.startswith("-Xm")]  # small tool: default heap
+            procs.append((node, home / "format.log", self._popen(cmd, home / "format.log")))
+        failures = []
+        deadline = time.monotonic() + FORMAT_TIMEOUT_S
+        for node, log_path, proc in procs:
+            try:
+                code = proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._kill_proc(proc)
+                code = "timeout"
+            if code != 0:
+                failures.append(f"node {node.node_id} (exit {code}, log {log_path})")
+        if failures:
+            raise ClusterError("formatting storage failed (expected exit 0) for "
+                               + "; ".join(failures))
+
+    def _launch(self, node: Node) -> None:
+        home = node.log_file.parent
+        with open(node.log_file, "ab") as out:
+            out.write(f"\n=== kreplica: starting node {node.node_id} at "
+                      f"{time.strftime('%H:%M:%S')} ===\n".encode())
+        cmd = self._jvm_command(node, "kafka.Kafka", str(home / "server.properties"))
+        proc = self._popen(cmd, node.log_file)
+        with self._lock:
+            self._procs[node.node_id] = proc
+            node.pid = proc.pid
+            self._states[node.node_id] = NodeState.RUNNING
+            self._invalidate_admin()
+
+    def _check_alive(self, node_ids: list[int] | None = None) -> None:
+        for node in self._nodes:
+            if node_ids is not None and node.node_id not in node_ids:
+                continue
+            proc = self._procs.get(node.node_id)
+            if self._states.get(node.node_id) is NodeState.RUNNING and proc is not None \
+                    and proc.poll() is not None:
+                self._states[node.node_id] = NodeState.STOPPED
+                raise NodeError(
+                    f"node {node.node_id} exited with code {proc.returncode} (expected: running); "
+                    f"last log line: {self._last_error_line(node)}; log: {node.log_file}",
+                    node.node_id, str(node.log_file))
+
+    def _wait_ready(self, timeout: float) -> None:
+        expected = len(self._nodes)
+
+        def ready() -> None:
+            self._check_alive()
+            seen = self._registration()
+            if seen != "ok":
+                raise NotYet(seen)
+
+        try:
+            _wait_until(ready, timeout, f"{expected} unfenced brokers and a quorum leader",
+                        lambda msg: ClusterError(f"cluster in {self.workdir} not ready: {msg}; "
+                                                 f"{self._logs_hint()}"))
+        except NodeError as exc:
+            raise ClusterError(f"cluster in {self.workdir} did not start: {exc}; "
+                               f"{self._logs_hint()}") from None
+
+    def _registration(self, node_ids: list[int] | None = None) -> str:
+        """'ok' when the given (default: all) nodes are unfenced brokers and the quorum has a
+        leader; otherwise a description of what was seen."""
+        wanted = {n.node_id for n in self._nodes} if node_ids is None else set(node_ids)
+        try:
+            admin = self._admin()
+            cluster = admin.describe_cluster()
+            unfenced = {b["broker_id"] for b in cluster.get("brokers", [])
+                        if not b.get("is_fenced", False)}
+            if not wanted <= unfenced:
+                return f"unfenced brokers {sorted(unfenced)}, expected {sorted(wanted)}"
+            leader = self._quorum_leader(admin)
+            if leader is None or leader < 0:
+                return "no quorum leader yet"
+            return "ok"
+        except NotYet as exc:
+            return str(exc)
+        except Exception as exc:  # client errors while the cluster forms: keep polling
+            self._invalidate_admin()
+            return f"admin client error: {type(exc).__name__}: {exc}"
+
+    # -- admin client --------------------------------------------------------------------------
+    def _live_nodes(self) -> list[Node]:
+        return [n for n in self._nodes if self.node_state(n.node_id) is NodeState.RUNNING]
+
+    def _invalidate_admin(self) -> None:
+        with self._lock:
+            client, self._admin_client, self._admin_key = self._admin_client, None, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def _admin(self):
+        """An admin client bootstrapped only from running nodes (never a paused one: a
+        request to a SIGSTOPped broker hangs until its timeout)."""
+        from kafka import KafkaAdminClient
+
+        with self._lock:
+            live = self._live_nodes()
+            listening = [n for n in live if _port_open(n.host, n.port)]
+            if not listening:
+                raise NotYet(f"no running node accepts connections yet "
+                             f"(running: {[n.node_id for n in live]})")
+            key = ",".join(n.address for n in listening)
+            if self._admin_client is not None and self._admin_key == key:
+                return self._admin_client
+            self._invalidate_admin()
+            client = KafkaAdminClient(
+                bootstrap_servers=key, client_id="kreplica-cluster",
+                request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS, bootstrap_timeout_ms=5000,
+                reconnect_backoff_ms=50, reconnect_backoff_max_ms=500,
+                metadata_max_age_ms=1000)
+            self._admin_client, self._admin_key = client, key
+            return client
+
+    @contextlib.contextmanager
+    def _admin_call(self, what: str) -> Iterator[Any]:
+        """An admin client for one call; transient client errors (connection lost, timeout,
+        stale metadata) become ``NotYet`` and are retried with a fresh client."""
+        try:
+            yield self._admin()
+        except NotYet:
+            raise
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+            self._invalidate_admin()
+            raise NotYet(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    @staticmethod
+    def _quorum_leader(admin) -> int | None:
+        quorum = admin.describe_metadata_quorum()
+        partition = quorum["topics"][0]["partitions"][0]
+        if partition.get("error"):
+            raise NotYet(f"DescribeQuorum error: {partition['error']}")
+        return partition.get("leader_id")
+
+    def _retrying(self, what: str, fetch: Callable[[], Any], timeout: float) -> Any:
+        return _wait_until(fetch, timeout, what, lambda msg: ClusterError(
+            f"{msg}; {self._logs_hint()}"))
+
+    # -- roles ---------------------------------------------------------------------------------
+    def _describe_partitions(self, topic: str) -> list[PartitionState]:
+        with self._admin_call(f"describe_topics({topic})") as admin:
+            described = admin.describe_topics([topic])
+        if not described:
+            raise NotYet(f"topic {topic} not in metadata")
+        entry = described[0]
+        if entry.get("error_code", 0) not in (0, None):
+            raise NotYet(f"topic {topic}: error code {entry['error_code']}")
+        result = []
+        for p in entry.get("partitions", []):
+            leader = p.get("leader_id")
+            result.append(PartitionState(
+                topic=topic, partition=p["partition_index"],
+                leader=None if leader is None or leader < 0 else leader,
+                leader_epoch=p.get("leader_epoch", -1),
+                replicas=tuple(p.get("replica_nodes", ())),
+                isr=tuple(p.get("isr_nodes", ()))))
+        if not result:
+            raise NotYet(f"topic {topic} has no partitions in metadata yet")
+        return sorted(result, key=lambda s: s.partition)
+
+    def partition_state(self, topic: str, partition: int, timeout: float = 30.0
+                        ) -> PartitionState:
+        def fetch() -> PartitionState:
+            for state in self._describe_partitions(topic):
+                if state.partition == partition:
+                    return state
+            raise NotYet(f"partition {topic}-{partition} not in metadata")
+        return self._retrying(f"metadata of {topic}-{partition}", fetch, timeout)
+
+    def active_controller(self, timeout: float = 30.0) -> int:
+        def fetch() -> int:
+            with self._admin_call("describe_metadata_quorum") as admin:
+                leader = self._quorum_leader(admin)
+            if leader is None or leader < 0:
+                raise NotYet("no quorum leader")
+            if self.node_state(leader) is not NodeState.RUNNING:
+                raise NotYet(f"quorum leader {leader} is not running (stale answer)")
+            return leader
+        return self._retrying("a KRaft quorum leader (DescribeQuorum)", fetch, timeout)
+
+    def quorum(self) -> dict[str, Any]:
+        """The raw DescribeQuorum answer (leader, epoch, voters with log end offsets)."""
+        with self._admin_call("describe_metadata_quorum") as admin:
+            return admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+
+    def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),
+                        timeout: float = 30.0) -> PartitionState:
+        def fetch() -> PartitionState:
+            state = self.partition_state(topic, partition, timeout=timeout)
+            if state.leader is None or state.leader in not_in:
+                raise NotYet(f"leader {state.leader} (epoch {state.leader_epoch}), "
+                             f"isr {list(state.isr)}")
+            return state
+        excluded = f" outside {sorted(not_in)}" if not_in else ""
+        return self._retrying(f"a leader of {topic}-{partition}{excluded}", fetch, timeout)
+
+    # -- topics --------------------------------------------------------------------------------
+    def create_topics(self, topics: list[TopicSpec], timeout: float = 30.0) -> None:
+        from kafka.admin import NewTopic
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        assert self.kafka_version is not None
+        new = [NewTopic(t.name, t.partitions, t.replication_factor,
+                        topic_configs=kconfig.topic_configs(self.kafka_version, t.config))
+               for t in topics]
+        attempts = [0]
+
+        def create() -> None:
+            attempts[0] += 1
+            with self._admin_call("create_topics") as admin:
+                try:
+                    admin.create_topics(new, timeout_ms=int(timeout * 1000))
+                except TopicAlreadyExistsError:
+                    if attempts[0] == 1:  # a retry finds what the lost first answer made
+                        raise
+        try:
+            self._retrying(f"topics {[t.name for t in topics]} created", create, timeout)
+        except KafkaError as exc:
+            raise ClusterError(
+                f"creating topics {[t.name for t in topics]} failed: {type(exc).__name__}: "
+                f"{exc}; {self._logs_hint()}") from None
+        self.wait_healthy([t.name for t in topics], timeout=timeout)
+
+    def delete_topics(self, names: list[str], timeout: float = 30.0) -> None:
+        from kafka.errors import KafkaError, UnknownTopicOrPartitionError
+
+        def delete() -> None:
+            with self._admin_call("delete_topics") as admin:
+                with contextlib.suppress(UnknownTopicOrPartitionError):
+                    admin.delete_topics(names, timeout_ms=int(timeout * 1000))
+
+        def gone() -> None:
+            with self._admin_call("list_topics") as admin:
+                left = set(admin.list_topics()) & set(names)
+            if left:
+                raise NotYet(f"topics still listed: {sorted(left)}")
+        try:
+            self._retrying(f"topics {names} deleted", delete, timeout)
+        except KafkaError as exc:
+            raise ClusterError(f"deleting topics {names} failed: {type(exc).__name__}: {exc}; "
+                               f"{self._logs_hint()}") from None
+        self._retrying(f"topics {names} deleted", gone, timeout)
+
+    # -- faults --------------------------------------------------------------------------------
+    def _proc(self, node_id: int) -> subprocess.Popen | None:
+        self.node(node_id)
+        return self._procs.get(node_id)
+
+    @staticmethod
+    def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
+    def _kill_proc(self, proc: subprocess.Popen) -> None:
+        self._signal_group(proc, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(KILL_WAIT_S)
+
+    def terminate(self, node_id: int, timeout: float = 30.0) -> None:
+        proc = self._proc(node_id)
+        if proc is None or proc.poll() is not None:
+            self._states[node_id] = NodeState.STOPPED
+            return
+        self._signal_group(proc, signal.SIGTERM)
+        self._signal_group(proc, signal.SIGCONT)  # a paused node must run to handle SIGTERM
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("node %s ignored SIGTERM for %.0f s; killing it", node_id, timeout)
+            self._kill_proc(proc)
+        self._stopped(node_id)
+
+    def kill(self, node_id: int) -> None:
+        proc = self._proc(node_id)
+        if proc is not None and proc.poll() is None:
+            self._kill_proc(proc)
+        self._stopped(node_id)
+
+    def _stopped(self, node_id: int) -> None:
+        proc = self._procs.get(node_id)
+        if proc is not None and proc.poll() is None:
+            node = self.node(node_id)
+            raise NodeError(f"node {node_id} (pid {proc.pid}) still runs after SIGKILL "
+                            f"(expected: exited); log: {node.log_file}", node_id,
+                            str(node.log_file))
+        self._states[node_id] = NodeState.STOPPED
+        self._invalidate_admin()
+
+    def pause(self, node_id: int) -> None:
+        proc = self._proc(node_id)
+        node = self.node(node_id)
+        if proc is None or proc.poll() is not None:
+            raise NodeError(f"cannot pause node {node_id}: it is not running "
+                            f"(state {self.node_state(node_id).value}); log: {node.log_file}",
+                            node_id, str(node.log_file))
+        self._signal_group(proc, signal.SIGSTOP)
+        with self._lock:
+            self._states[node_id] = NodeState.PAUSED
+            self._invalidate_admin()
+
+        def stopped() -> None:
+            status = psutil.Process(proc.pid).status()
+            if status != psutil.STATUS_STOPPED:
+                raise NotYet(f"process status {status}")
+        _wait_until(stopped, 10.0, f"node {node_id} stopped by SIGSTOP", lambda msg: NodeError(
+            f"{msg}; log: {node.log_file}", node_id, str(node.log_file)))
+
+    def resume(self, node_id: int) -> None:
+        proc = self._proc(node_id)
+        if proc is None or proc.poll() is not None:
+            self._states[node_id] = NodeState.STOPPED
+            return
+        self._signal_group(proc, signal.SIGCONT)
+        with self._lock:
+            self._states[node_id] = NodeState.RUNNING
+            self._invalidate_admin()
+
+    def start_node(self, node_id: int, timeout: float = 60.0) -> None:
+        node = self.node(node_id)
+        state = self.node_state(node_id)
+        if state is NodeState.PAUSED:
+            self.resume(node_id)
+        elif state is NodeState.STOPPED:
+            self._launch(node)
+
+        def registered() -> None:
+            self._check_alive([node_id])
+            seen = self._registration([node_id])
+            if seen != "ok":
+                raise NotYet(seen)
+        _wait_until(registered, timeout, f"node {node_id} registered unfenced",
+                    lambda msg: NodeError(f"node {node_id} did not rejoin: {msg}; "
+                                          f"log: {node.log_file}", node_id, str(node.log_file)))
+
+    # -- health --------------------------------------------------------------------------------
+    def wait_healthy(self, topics: list[str] | None = None, timeout: float = 60.0) -> None:
+        not_running = {n.node_id: self.node_state(n.node_id).value for n in self._nodes
+                       if self.node_state(n.node_id) is not NodeState.RUNNING}
+        if not_running:
+            raise ClusterError(f"cluster in {self.workdir} cannot become healthy: nodes "
+                               f"{not_running} are not running (expected all running; call "
+                               f"heal() or start_node()); {self._logs_hint()}")
+
+        def healthy() -> None:
+            self._check_alive()
+            seen = self._registration()
+            if seen != "ok":
+                raise NotYet(seen)
+            names = topics
+            if names is None:
+                with self._admin_call("list_topics") as admin:
+                    names = [t for t in admin.list_topics() if not t.startswith("__")]
+            for name in names:
+                for state in self._describe_partitions(name):
+                    if state.leader is None:
+                        raise NotYet(f"{name}-{state.partition} has no leader")
+                    if not state.isr_full:
+                        raise NotYet(f"{name}-{state.partition} isr {list(state.isr)} "
+                                     f"of replicas {list(state.replicas)}")
+        _wait_until(healthy, timeout, "every node registered and every ISR full",
+                    lambda msg: ClusterError(f"cluster in {self.workdir} not healthy: {msg}; "
+                                             f"{self._logs_hint()}"))
+
+    def heal(self, timeout: float = 60.0) -> None:
+        """Resume paused nodes, start stopped ones, then wait for the health gate."""
+        for node in self._nodes:
+            if self.node_state(node.node_id) is not NodeState.RUNNING:
+                self.start_node(node.node_id, timeout)
+        self.wait_healthy(timeout=timeout)
+
+    def log_end_offsets(self, topic: str, partition: int, timeout: float = 30.0
+                        ) -> dict[int, int]:
+        """Each running replica's log end offset, asked of that broker itself (ListOffsets
+        as a debugging client, which followers answer too)."""
+        from kafka.errors import for_code
+        from kafka.protocol.consumer import ListOffsetsRequest
+
+        state = self.partition_state(topic, partition, timeout)
+        result: dict[int, int] = {}
+        _Topic = ListOffsetsRequest.ListOffsetsTopic
+        for replica in state.replicas:
+            if self.node_state(replica) is not NodeState.RUNNING:
+                continue
+            request = ListOffsetsRequest(
+                replica_id=DEBUG_REPLICA_ID, isolation_level=0,
+                topics=[_Topic(name=topic, partitions=[_Topic.ListOffsetsPartition(
+                    partition_index=partition, timestamp=-1, current_leader_epoch=-1)])])
+
+            def ask(replica: int = replica, request: Any = request) -> int:
+                with self._admin_call(f"ListOffsets to node {replica}") as admin:
+                    manager = admin._manager
+
+                    async def send() -> Any:
+                        return await manager.send(request, node_id=replica)
+                    response = manager.run(send)
+                part = response.topics[0].partitions[0]
+                if part.error_code:
+                    raise NotYet(f"node {replica}: {for_code(part.error_code).__name__}")
+                return part.offset
+            result[replica] = self._retrying(f"log end offset of {topic}-{partition} on node "
+                                             f"{replica}", ask, timeout)
+        return result
+
+    # -- teardown ------------------------------------------------------------------------------
+    def close(self, timeout: float = 30.0) -> None:
+        """SIGTERM every node at once (one after another hangs the last one for minutes:
+        its controlled shutdown needs a quorum that is gone), SIGKILL at the deadline."""
+        self._invalidate_admin()
+        procs = [p for p in self._procs.values() if p.poll() is None]
+        for proc in procs:
+            self._signal_group(proc, signal.SIGTERM)
+            self._signal_group(proc, signal.SIGCONT)
+        deadline = time.monotonic() + timeout
+        for proc in procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._kill_proc(proc)
+        for proc in procs:  # strays left in a node's process group
+            self._signal_group(proc, signal.SIGKILL)
+        for node_id in self._procs:
+            self._states[node_id] = NodeState.STOPPED
+        if not self.detached:
+            kports.release_ports(self._ports)
+            self._ports = []
+
+    # -- detached clusters ---------------------------------------------------------------------
+    def _hand_over_ports(self) -> None:
+        for i, node in enumerate(self._nodes):
+            if node.pid is not None:
+                kports.reassign_ports(self._ports[2 * i:2 * i + 2],
+                                      kports.process_identity(node.pid))
+
+    def write_state(self) -> Path:
+        state = {"bootstrap_servers": self.bootstrap_servers, "ports": self._ports,
+                 **self.describe()}
+        path = self.workdir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(path)
+        return path
+
+
+def _transient(exc: BaseException) -> bool:
+    """Client errors worth a retry with a fresh admin client."""
+    from kafka.errors import KafkaError
+
+    if isinstance(exc, KafkaError):
+        return bool(exc.retriable or exc.invalid_metadata)
+    return isinstance(exc, (OSError, TimeoutError))
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def stop_detached(workdir: Path | str, timeout: float = 30.0) -> list[int]:
+    """Stop a cluster started with ``detach``: SIGTERM its JVMs (found by their marker and
+    the state file) at once, SIGKILL at the deadline, release its ports."""
+    workdir = Path(workdir).resolve()
+    state_path = workdir / STATE_FILE
+    if not state_path.exists():
+        raise ClusterError(f"no detached cluster in {workdir}: {STATE_FILE} not found "
+                           "(expected one written by 'kreplica cluster up --detach')")
+    state = json.loads(state_path.read_text())
+    procs = reaper.marked_processes(str(workdir))
+    for proc in procs:
+        with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    _gone, alive = psutil.wait_procs(procs, timeout=timeout)
+    for proc in alive:
+        reaper.kill_process_tree(proc)
+    psutil.wait_procs(alive, timeout=KILL_WAIT_S)
+    kports.release_ports(state.get("ports", []))
+    state_path.unlink(missing_ok=True)
+    return [p.pid for p in procs]
+
+
+# -- class-data archive ------------------------------------------------------------------------
+
+def ensure_class_data_archive(dist: distribution.Distribution, timeout: float = 120.0) -> bool:
+    """Build the broker class-data archive of ``dist`` once (machine-wide lock): a one-node
+    cluster runs with ``-XX:ArchiveClassesAtExit``, serves a little traffic and is stopped.
+    Any failure leaves a ``.failed`` marker and brokers simply start without an archive."""
+    archive = dist.archive_path
+    failed = archive.with_suffix(".failed")
+    if archive.exists() or failed.exists():
+        return archive.exists()
+    try:
+        with distribution.archive_lock(dist):
+            if archive.exists() or failed.exists():
+                return archive.exists()
+            return _build_archive(dist, archive, failed, timeout)
+    except Exception as exc:  # the archive is an optimisation only
+        log.warning("class-data archive for Kafka %s not built: %s", dist.version, exc)
+        return False
+
+
+def _build_archive(dist: distribution.Distribution, archive: Path, failed: Path,
+                   timeout: float) -> bool:
+    build_dir = archive.parent / "archive-build"
+    shutil.rmtree(build_dir, ignore_errors=True)
+    partial = archive.with_name(f"classes.{os.getpid()}.jsa.tmp")
+    cluster = ProcessCluster(ClusterSpec(brokers=1, kafka_version=dist.version), build_dir,
+                             use_archive=False,
+                             extra_jvm_flags=(f"-XX:ArchiveClassesAtExit={partial}",))
+    try:
+        cluster.start(timeout=timeout)
+        cluster.create_topics([TopicSpec("kreplica-warmup", 2, 1)], timeout=30)
+        _warm_traffic(cluster.bootstrap_servers, "kreplica-warmup")
+        cluster.close(timeout=60)
+        if not partial.exists() or partial.stat().st_size == 0:
+            raise ClusterError(f"the JVM wrote no archive to {partial}")
+        partial.replace(archive)
+        shutil.rmtree(build_dir, ignore_errors=True)
+        return True
+    except Exception as exc:
+        cluster.close(timeout=10)
+        failed.write_text(f"{type(exc).__name__}: {exc}\n")
+        partial.unlink(missing_ok=True)
+        log.warning("class-data archive build failed (%s); logs in %s", exc, build_dir)
+        return False
+
+
+def _warm_traffic(bootstrap: str, topic: str) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
+    try:
+        for i in range(20):
+            producer.send(topic, f"warmup-{i}".encode()).get(timeout=30)
+    finally:
+        producer.close(timeout=5)
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             group_id="kreplica-warmup", consumer_timeout_ms=5000)
+    try:
+        seen = 0
+        for _ in consumer:
+            seen += 1
+            if seen >= 20:
+                break
+    finally:
+        consumer.close()

@@ -1,0 +1,90 @@
+"""Find and kill broker JVMs whose owning session died (the last line of defence after
+the parent-death signal): every JVM we start carries ``-Dkreplica.owner=<pid>:<start>``.
+
+JVMs whose owner is alive are never touched: other sessions run clusters concurrently.
+Detached clusters (``kreplica cluster up --detach``) carry ``-Dkreplica.owner=detached``
+and are stopped only by ``kreplica cluster down``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+import psutil
+
+from .ports import identity_alive, process_identity
+
+OWNER_PROPERTY = "kreplica.owner"
+WORKDIR_PROPERTY = "kreplica.workdir"
+DETACHED = "detached"
+
+
+def owner_token(pid: int | None = None) -> str:
+    ident = process_identity(pid)
+    return f"{ident['pid']}:{ident['started']}"
+
+
+def owner_flags(workdir: str, detached: bool = False) -> list[str]:
+    """JVM flags that mark a process as ours (owner and cluster directory)."""
+    owner = DETACHED if detached else owner_token()
+    return [f"-D{OWNER_PROPERTY}={owner}", f"-D{WORKDIR_PROPERTY}={workdir}"]
+
+
+def _property(cmdline: list[str], name: str) -> str | None:
+    prefix = f"-D{name}="
+    for arg in cmdline:
+        if arg.startswith(prefix):
+            return arg[len(prefix):]
+    return None
+
+
+def marked_processes(workdir: str | None = None) -> list[psutil.Process]:
+    """Every live process carrying our owner marker (optionally: of one cluster dir)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = proc.info.get("cmdline") or []
+        if proc.info.get("status") == psutil.STATUS_ZOMBIE:
+            continue
+        if _property(cmdline, OWNER_PROPERTY) is None:
+            continue
+        if workdir is not None and _property(cmdline, WORKDIR_PROPERTY) != str(workdir):
+            continue
+        found.append(proc)
+    return found
+
+
+def owner_alive(token: str) -> bool:
+    if token == DETACHED:
+        return True
+    pid, _, started = token.partition(":")
+    try:
+        return identity_alive({"pid": int(pid), "started": float(started)})
+    except ValueError:
+        return True  # not a token we wrote: leave it alone
+
+
+def kill_process_tree(proc: psutil.Process) -> None:
+    """SIGKILL a node: its whole process group when it leads one, else the process."""
+    with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+
+
+def reap_orphans(timeout: float = 10.0) -> list[int]:
+    """Kill marked JVMs whose owner process is dead; return their pids.
+
+    The plugin calls this at session start; every cluster start calls it too.
+    """
+    orphans = []
+    for proc in marked_processes():
+        token = _property(proc.info.get("cmdline") or [], OWNER_PROPERTY) or DETACHED
+        if not owner_alive(token):
+            orphans.append(proc)
+    for proc in orphans:
+        kill_process_tree(proc)
+    psutil.wait_procs(orphans, timeout=timeout)
+    return [p.pid for p in orphans]

@@ -1,0 +1,227 @@
+"""Writing the run directory of shared/HISTORY.md (contract version 1).
+
+The workload records every send, every polled record and every fault as it happens, so a run
+that crashes half-way can still be checked from what it wrote: each row is one JSON object on
+its own line, appended and flushed at once; files are never rewritten. Producer callbacks run
+on kafka-python's I/O thread, so every table is guarded by its own lock.
+
+    with RunWriter(run_dir) as w:
+        w.send(process=0, topic="t", partition=0, id="p0-000001", offset=5, status="ok",
+               invoke_ns=t0, complete_ns=t1, error=None)
+        w.poll(process=1, poll=3, topic="t", partition=0, offset=5, id="p0-000001",
+               time_ns=t2, index=0)
+        w.event("kill", node="2", role="leader", detail="SIGKILL")
+    write_run_json(run_dir, {"semantics": "at-least-once", ...})
+
+Times are ``time.monotonic_ns()`` (``now_ns()``) unless the caller gives them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from .errors import HistoryError
+
+__all__ = [
+    "EVENTS",
+    "POLLS",
+    "RUN_JSON",
+    "SEMANTICS",
+    "SENDS",
+    "STATUSES",
+    "RunWriter",
+    "now_ns",
+    "read_run_json",
+    "write_run_json",
+]
+
+SENDS, POLLS, EVENTS = "sends", "polls", "events"
+RUN_JSON = "run.json"
+STATUSES = ("ok", "fail", "info")
+SEMANTICS = ("at-least-once", "exactly-once", "at-most-once")
+
+
+def now_ns() -> int:
+    """The history clock: monotonic, so fault and client times compare within one run."""
+    return time.monotonic_ns()
+
+
+class _Table:
+    """One append-only JSON Lines file; a row is written and flushed under a lock."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: TextIO | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
+
+    def append(self, row: dict[str, Any]) -> None:
+        line = json.dumps(row, separators=(",", ":"), ensure_ascii=False) + "\n"
+        with self._lock:
+            if self._file is None:
+                raise ValueError(f"{self.path}: writer is closed")
+            self._file.write(line)
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+class RunWriter:
+    """Appends rows to ``sends.jsonl``, ``polls.jsonl`` and ``events.jsonl`` of ``run_dir``.
+
+    All three files exist as soon as the writer is created (an empty table is a valid
+    table; a missing one is an unreadable run). Safe to call from several threads.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str]):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._sends = _Table(self.run_dir / f"{SENDS}.jsonl")
+        self._polls = _Table(self.run_dir / f"{POLLS}.jsonl")
+        self._events = _Table(self.run_dir / f"{EVENTS}.jsonl")
+
+    def send(
+        self,
+        process: int,
+        topic: str,
+        partition: int,
+        id: str,  # noqa: A002 - the contract's column name
+        offset: int | None,
+        status: str,
+        invoke_ns: int | None = None,
+        complete_ns: int | None = None,
+        error: str | None = None,
+        cluster: str | None = None,
+    ) -> None:
+        """Record one send attempt. ``status``: ok (acknowledged), fail (definitely not
+        written) or info (indeterminate). ``cluster`` only for mirrored runs."""
+        if status not in STATUSES:
+            raise ValueError(f"send status {status!r}: expected one of {', '.join(STATUSES)}")
+        complete = now_ns() if complete_ns is None else int(complete_ns)
+        row: dict[str, Any] = {
+            "process": int(process),
+            "topic": topic,
+            "partition": int(partition),
+            "id": id,
+            "offset": None if offset is None else int(offset),
+            "status": status,
+            "invoke_ns": complete if invoke_ns is None else int(invoke_ns),
+            "complete_ns": complete,
+            "error": None if error is None else str(error),
+        }
+        if cluster is not None:
+            row["cluster"] = cluster
+        self._sends.append(row)
+
+    def poll(
+        self,
+        process: int,
+        poll: int,
+        topic: str,
+        partition: int,
+        offset: int,
+        id: str,  # noqa: A002 - the contract's column name
+        time_ns: int | None = None,
+        index: int | None = None,
+        cluster: str | None = None,
+    ) -> None:
+        """Record one record a consumer received, in the order the poll returned them."""
+        row: dict[str, Any] = {
+            "process": int(process),
+            "poll": int(poll),
+            "topic": topic,
+            "partition": int(partition),
+            "offset": int(offset),
+            "id": id,
+            "time_ns": now_ns() if time_ns is None else int(time_ns),
+            "index": None if index is None else int(index),
+        }
+        if cluster is not None:
+            row["cluster"] = cluster
+        self._polls.append(row)
+
+    def event(
+        self,
+        kind: str,
+        node: str | int | None = None,
+        role: str | None = None,
+        detail: str | None = None,
+        process: int | None = None,
+        time_ns: int | None = None,
+    ) -> None:
+        """Record a fault, a client lifecycle step or a consumer assignment."""
+        self._events.append(
+            {
+                "time_ns": now_ns() if time_ns is None else int(time_ns),
+                "kind": kind,
+                "process": None if process is None else int(process),
+                "node": None if node is None else str(node),
+                "role": role,
+                "detail": None if detail is None else str(detail),
+            }
+        )
+
+    def close(self) -> None:
+        for table in (self._sends, self._polls, self._events):
+            table.close()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_run_json(run_dir: str | os.PathLike[str], meta: dict[str, Any]) -> Path:
+    """Write ``run.json`` atomically (temp file + rename): a reader never sees half of it."""
+    directory = Path(run_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / RUN_JSON
+    text = json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=".run.json.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def read_run_json(run_dir: str | os.PathLike[str], missing_ok: bool = False) -> dict[str, Any]:
+    """Read ``run.json``; a missing (unless ``missing_ok``: then ``{}``), malformed or
+    non-object file raises HistoryError naming it. A ``semantics`` key, if present, must be
+    one of SEMANTICS."""
+    path = Path(run_dir) / RUN_JSON
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if missing_ok:
+            return {}
+        raise HistoryError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HistoryError(f"{path}: cannot read: {exc}") from None
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HistoryError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(meta, dict):
+        raise HistoryError(f"{path}: expected a JSON object, found {type(meta).__name__}")
+    semantics = meta.get("semantics")
+    if semantics is not None and semantics not in SEMANTICS:
+        raise HistoryError(
+            f"{path}: key 'semantics' is {semantics!r}; allowed: {', '.join(SEMANTICS)}"
+        )
+    return meta

@@ -1,0 +1,228 @@
+"""report.html (one case) and index.html (every case of a run): plain, self-contained HTML
+with inline SVG plots, readable offline and attachable to a CI run as a single file."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .data import load
+from .plots import series_svg, timeline_svg
+from .verdict import read_verdict
+
+REPORT_FILE = "report.html"
+INDEX_FILE = "index.html"
+HISTORY_FILES = ("run.json", "verdict.json", "sends.jsonl", "polls.jsonl", "events.jsonl",
+                 "replicas.json")
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
+max-width:1180px;color:#222;padding:0 16px}
+h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.15em;margin-top:28px;
+border-bottom:1px solid #ddd;padding-bottom:4px}
+.badge{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:600}
+.pass{background:#2e7d32}.fail{background:#c62828}.unknown{background:#757575}
+table{border-collapse:collapse;font-size:0.9em;margin:6px 0}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.bad{color:#c62828;font-weight:600}.muted{color:#777}.grid{display:flex;gap:28px;
+flex-wrap:wrap}code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
+svg{max-width:100%;height:auto}details summary{cursor:pointer;color:#1565c0}
+"""
+
+# anomalies that make a case invalid under some semantics: highlighted when non-zero
+ANOMALIES = ("lost", "unseen", "duplicated", "inconsistent_offsets", "aborted_reads",
+             "unexpected", "nonmonotonic_polls", "poll_skips", "nonmonotonic_sends",
+             "recovered", "in_log", "not_in_log")
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str] | None = None,
+           numeric: tuple[str, ...] = ()) -> str:
+    if not rows:
+        return '<p class="muted">none</p>'
+    columns = columns or list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(
+            f'<td class="num">{_e(r.get(c))}</td>' if c in numeric or isinstance(
+                r.get(c), int | float) else f"<td>{_e(r.get(c))}</td>"
+            for c in columns) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _kv(pairs: dict[str, Any], highlight: tuple[str, ...] = ()) -> str:
+    rows = "".join(
+        f'<tr><th>{_e(k)}</th><td class="num{" bad" if k in highlight and v else ""}">'
+        f"{_e(v)}</td></tr>" for k, v in pairs.items())
+    return f"<table>{rows}</table>"
+
+
+def _badge(passed: bool | None, label: str) -> str:
+    cls = "unknown" if passed is None else ("pass" if passed else "fail")
+    return f'<span class="badge {cls}">{_e(label)}</span>'
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".html", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports are meant to be shared
+    os.replace(tmp, path)
+    return path
+
+
+def render_report(run_dir: str | Path) -> str:
+    run_dir = Path(run_dir)
+    data = load(run_dir)
+    verdict = read_verdict(run_dir) or {}
+    run = data.run
+    case = verdict.get("case") or run.get("case") or run_dir.name
+    params = verdict.get("parameters") or run.get("parameters") or {}
+    semantics = verdict.get("semantics") or run.get("semantics") or "at-least-once"
+    passed = verdict.get("passed") if verdict else None
+    label = ("PASSED" if passed else "FAILED") if passed is not None else "NOT CHECKED"
+    valid = verdict.get("valid")
+
+    counts = {**data.counts, **{k: v for k, v in verdict.get("counts", {}).items()}}
+    faults = verdict.get("faults") or []
+    seed = verdict.get("seed", params.get("seed"))
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(case)}"
+             f"</title><style>{CSS}</style></head><body>",
+             f"<h1>{_e(case)}</h1>",
+             f"<p>{_badge(passed, label)} &nbsp; history "
+             f"{_badge(valid, 'valid' if valid else 'invalid') if valid is not None else ''}"
+             f" under <b>{_e(semantics)}</b> &nbsp; seed <code>{_e(seed)}</code>"
+             f" &nbsp; <span class='muted'>{data.end_s:.1f} s of history</span></p>"]
+    if seed is not None:
+        parts.append(f"<p class='muted'>Replay: run the same case id again; its fault "
+                     f"schedule comes from seed {_e(seed)} (matrix dimension "
+                     f"<code>seed</code>). The nodes hit follow the cluster's roles at the "
+                     f"moment of each fault.</p>")
+
+    checks = verdict.get("checks") or []
+    if checks:
+        parts.append("<h2>Scenario checks</h2>")
+        parts.append(_table([{"check": c["name"], "result": "ok" if c["ok"] else "FAILED",
+                              "detail": c.get("detail")} for c in checks]))
+
+    parts.append("<h2>Counts</h2><div class='grid'>")
+    parts.append(_kv({k: counts[k] for k in ("sent", "acked", "failed", "indeterminate",
+                                              "polled", "never_consumed") if k in counts}))
+    parts.append(_kv({k: counts[k] for k in ANOMALIES if k in counts}, highlight=ANOMALIES))
+    replicas = verdict.get("replicas")
+    if replicas:
+        parts.append(_kv({"replica logs valid": replicas.get("valid"),
+                          **{k: v for k, v in (replicas.get("counts") or {}).items()}},
+                         highlight=("corrupt_batches", "missing_batches",
+                                    "divergent_batches")))
+    parts.append("</div>")
+
+    parts.append("<h2>Timeline</h2>")
+    parts.append(timeline_svg(data))
+    if faults:
+        parts.append(_table(
+            [{"#": f["index"], "failure": f["failure"], "target": f["target"],
+              "node": f.get("node"), "partition": f"{f['topic']}-{f['partition']}",
+              "leader before": f.get("leader_before"), "ISR before": f.get("isr_before"),
+              "new leader": f.get("new_leader"), "election s": f.get("election_s"),
+              "new leader was in ISR": f.get("elected_from_isr"),
+              "down s": _round(f.get("fault_s")), "recovery s": _round(f.get("recovery_s")),
+              "note": f.get("error") or f.get("election_note")} for f in faults]))
+    parts.append("<h2>Unseen messages and consumer lag</h2>")
+    parts.append(series_svg(data))
+
+    parts.append("<h2>Offending ids</h2>")
+    total = data.offending_total
+    if total:
+        parts.append(f"<p class='bad'>{total} acknowledged message(s) were never consumed "
+                     f"({data.counts['never_consumed_lost']} lost: a consumer read past "
+                     f"their offset; the rest unseen)"
+                     f"{'; the first ' + str(len(data.offending)) + ' are listed' if total > len(data.offending) else ''}"  # noqa: E501
+                     f".</p>")
+        parts.append(_table(data.offending, ["id", "topic", "partition", "offset", "kind",
+                                             "acked_at_s"]))
+    else:
+        parts.append("<p>Every acknowledged message was consumed.</p>")
+    examples = {k: v for k, v in (verdict.get("examples") or {}).items() if v}
+    for anomaly, rows in examples.items():
+        rows = rows if isinstance(rows, list) else [rows]
+        parts.append(f"<h3>{_e(anomaly)} (checker examples)</h3>")
+        parts.append(_table([r if isinstance(r, dict) else {"value": r} for r in rows]))
+
+    phases = verdict.get("phases") or {}
+    if phases:
+        parts.append("<h2>Phases</h2>")
+        parts.append(_kv({k: f"{v:.2f} s" if isinstance(v, int | float) else v
+                          for k, v in phases.items()}))
+    parts.append("<h2>Parameters</h2>")
+    parts.append(_kv(params))
+    plan = verdict.get("fault_plan")
+    if plan:
+        parts.append("<details><summary>Fault schedule from the seed</summary>")
+        parts.append(_table(plan.get("schedule") or []))
+        parts.append("</details>")
+    parts.append("<h2>Events</h2><details><summary>"
+                 f"{len(data.events)} events</summary>")
+    parts.append(_table([{"t s": _round(data.seconds(e.get("time_ns"))),
+                          "kind": e.get("kind"), "node": e.get("node"),
+                          "role": e.get("role"), "process": e.get("process"),
+                          "detail": e.get("detail")} for e in data.events]))
+    parts.append("</details>")
+    files = [f for f in HISTORY_FILES if (run_dir / f).exists()]
+    parts.append("<h2>Files</h2><p>" + " · ".join(
+        f"<a href='{_e(f)}'>{_e(f)}</a>" for f in files) + "</p>")
+    parts.append(f"<p class='muted'>generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M:%S} "
+                 f"UTC by pytest-kreplica</p></body></html>")
+    return "\n".join(parts)
+
+
+def _round(value: Any, ndigits: int = 2) -> Any:
+    return round(value, ndigits) if isinstance(value, int | float) else value
+
+
+def write_report(run_dir: str | Path) -> Path:
+    """Render ``run_dir``'s report.html from its history and verdict.json."""
+    run_dir = Path(run_dir)
+    return _write_atomic(run_dir / REPORT_FILE, render_report(run_dir))
+
+
+def write_index(root: str | Path) -> Path | None:
+    """index.html in ``root`` linking every case directory below it that has a verdict."""
+    root = Path(root)
+    cases = sorted(p.parent for p in root.rglob("verdict.json"))
+    if not cases:
+        return None
+    rows = []
+    for case_dir in cases:
+        v = read_verdict(case_dir) or {}
+        counts = v.get("counts") or {}
+        rel = case_dir.relative_to(root).as_posix()
+        report = f"{rel}/{REPORT_FILE}" if (case_dir / REPORT_FILE).exists() else (
+            f"{rel}/verdict.json")
+        passed = v.get("passed")
+        rows.append(
+            f"<tr><td><a href='{_e(report)}'>{_e(v.get('case') or rel)}</a></td>"
+            f"<td>{_badge(passed, 'pass' if passed else 'FAIL')}</td>"
+            f"<td>{_e(v.get('semantics'))}</td>"
+            + "".join(f"<td class='num{' bad' if k in ANOMALIES and counts.get(k) else ''}'>"
+                      f"{_e(counts.get(k))}</td>"
+                      for k in ("sent", "acked", "lost", "unseen", "duplicated"))
+            + f"<td class='num'>{_e(_round(v.get('election_max_s')))}</td>"
+            f"<td class='num'>{_e(_round(v.get('duration_s'), 1))}</td></tr>")
+    failed = sum(1 for c in cases if not (read_verdict(c) or {}).get("passed"))
+    head = "".join(f"<th>{h}</th>" for h in (
+        "case", "verdict", "semantics", "sent", "acked", "lost", "unseen", "duplicated",
+        "election s (max)", "duration s"))
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>kreplica results"
+           f"</title><style>{CSS}</style></head><body><h1>kreplica results</h1>"
+           f"<p>{len(cases)} case(s), {failed} failed.</p>"
+           f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>")
+    return _write_atomic(root / INDEX_FILE, doc)

@@ -1,0 +1,294 @@
+"""The C.1 workload: one producer and one concurrent consumer (kafka-python) writing the run
+directory of shared/HISTORY.md as they go.
+
+The producer sends ``messages`` unique ids round-robin over every (topic, partition) of the
+case, with the case's acks, compression, idempotence and mode (sync waits for each send,
+async records from callbacks). A send is ``ok`` only with a broker offset, ``fail`` only when
+it was definitely not written, ``info`` for everything ambiguous: the workload never guesses.
+The consumer reads every partition from the beginning by manual assignment while the
+producer runs, then drains until every acknowledged id was seen or the drain deadline ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .history import RunWriter, now_ns
+
+PRODUCER_PROCESS = 0
+CONSUMER_PROCESS = 1
+
+# broker / client answers that prove the record was not appended (a single attempt)
+_DEFINITE_FAILURES = ("NotEnoughReplicasError", "InvalidTopicError", "MessageSizeTooLargeError",
+                      "RecordListTooLargeError", "TopicAuthorizationFailedError",
+                      "InvalidRequiredAcksError", "CorruptRecordError")
+# client timeouts, in ms: every request and every wait is bounded
+REQUEST_TIMEOUT_MS = 15_000
+DELIVERY_TIMEOUT_MS = 60_000
+MAX_BLOCK_MS = 15_000
+
+
+def record_value(message_id: str, size: int) -> bytes:
+    """The id, then (to reach ``size`` bytes) one space and padding (HISTORY "Record values")."""
+    value = message_id.encode()
+    if size > len(value) + 1:
+        value += b" " + b"x" * (size - len(value) - 1)
+    return value
+
+
+def record_id(value: bytes | None) -> str:
+    """The id of a record value: everything up to the first space."""
+    return (value or b"").split(b" ", 1)[0].decode("utf-8", "replace")
+
+
+def classify(error: BaseException, before_send: bool = False) -> str:
+    """``fail`` when the record was definitely not written, else ``info``."""
+    if before_send or type(error).__name__ in _DEFINITE_FAILURES:
+        return "fail"
+    return "info"
+
+
+@dataclass
+class ProduceStats:
+    sent: int = 0
+    ok: int = 0
+    failed: int = 0
+    info: int = 0
+    acked_ids: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, status: str, message_id: str) -> None:
+        with self.lock:
+            if status == "ok":
+                self.ok += 1
+                self.acked_ids.add(message_id)
+            elif status == "fail":
+                self.failed += 1
+            else:
+                self.info += 1
+
+
+def _targets(topics: Sequence[str], partitions: int) -> list[tuple[str, int]]:
+    return [(t, p) for t in topics for p in range(partitions)]
+
+
+def producer_config(case: Any, bootstrap: str) -> dict[str, Any]:
+    return {
+        "bootstrap_servers": bootstrap.split(","),
+        "client_id": "kreplica-producer",
+        "acks": "all" if case.acks == -1 else case.acks,
+        "compression_type": None if case.compression == "none" else case.compression,
+        "enable_idempotence": bool(case.idempotence),
+        "linger_ms": 0 if case.producer_mode == "sync" else 5,
+        "request_timeout_ms": REQUEST_TIMEOUT_MS,
+        "delivery_timeout_ms": DELIVERY_TIMEOUT_MS,
+        "max_block_ms": MAX_BLOCK_MS,
+        "reconnect_backoff_max_ms": 1000,
+        "retries": 2**31 - 1 if case.idempotence else 5,
+    }
+
+
+def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
+            stats: ProduceStats | None = None, stop: threading.Event | None = None,
+            process: int = PRODUCER_PROCESS) -> ProduceStats:
+    """Send the case's messages; every attempt becomes one ``sends`` row."""
+    from kafka import KafkaProducer
+
+    stats = stats or ProduceStats()
+    targets = _targets(topics, case.partitions)
+    producer = KafkaProducer(**producer_config(case, bootstrap))
+    writer.event("start", process=process, detail=f"producer {case.producer_mode} "
+                                                  f"acks={case.acks} {case.compression}")
+    pending: dict[str, tuple[str, int, int]] = {}
+    pending_lock = threading.Lock()
+
+    def complete(message_id: str, topic: str, partition: int, invoke: int,
+                 offset: int | None, error: BaseException | None) -> None:
+        with pending_lock:
+            if pending.pop(message_id, None) is None:
+                return  # already written off at the flush deadline
+        if error is None and offset is not None and offset >= 0:
+            status, text = "ok", None
+        elif error is None:  # acks=0: the broker never answers
+            status, text = "info", "acks=0: no acknowledgement"
+            offset = None
+        else:
+            status, text = classify(error), f"{type(error).__name__}: {error}"
+            offset = None
+        writer.send(process, topic, partition, message_id, offset, status, invoke, now_ns(),
+                    text)
+        stats.count(status, message_id)
+
+    try:
+        for i in range(case.messages):
+            if stop is not None and stop.is_set():
+                break
+            topic, partition = targets[i % len(targets)]
+            message_id = str(i)
+            invoke = now_ns()
+            with pending_lock:
+                pending[message_id] = (topic, partition, invoke)
+            stats.sent += 1
+            try:
+                future = producer.send(topic, value=record_value(message_id, case.message_bytes),
+                                       partition=partition)
+            except Exception as exc:  # raised before the record left this process
+                with pending_lock:
+                    pending.pop(message_id, None)
+                writer.send(process, topic, partition, message_id, None,
+                            classify(exc, before_send=True), invoke, now_ns(),
+                            f"{type(exc).__name__}: {exc}")
+                stats.count("fail", message_id)
+                continue
+            if case.producer_mode == "sync":
+                try:
+                    meta = future.get(timeout=DELIVERY_TIMEOUT_MS / 1000 + 5)
+                    complete(message_id, topic, partition, invoke, meta.offset, None)
+                except Exception as exc:
+                    complete(message_id, topic, partition, invoke, None, exc)
+            else:
+                future.add_callback(_on_ok(complete, message_id, topic, partition, invoke))
+                future.add_errback(_on_error(complete, message_id, topic, partition, invoke))
+        producer.flush(timeout=DELIVERY_TIMEOUT_MS / 1000 + 5)
+    except Exception as exc:  # the flush deadline passed: whatever is pending is unknown
+        writer.event("client-crash", process=process, detail=f"producer: {exc!r}")
+    finally:
+        with pending_lock:
+            leftovers = list(pending.items())
+            pending.clear()
+        for message_id, (topic, partition, invoke) in leftovers:
+            writer.send(process, topic, partition, message_id, None, "info", invoke, now_ns(),
+                        "not completed when the producer stopped")
+            stats.count("info", message_id)
+        producer.close(timeout=10)
+        writer.event("stop", process=process, detail="producer closed")
+    return stats
+
+
+def _on_ok(complete: Callable[..., None], *args: Any) -> Callable[[Any], None]:
+    return lambda meta: complete(*args, meta.offset, None)
+
+
+def _on_error(complete: Callable[..., None], *args: Any) -> Callable[[BaseException], None]:
+    return lambda exc: complete(*args, None, exc)
+
+
+class Consumer:
+    """Reads every partition of ``topics`` from the beginning in a background thread.
+
+    ``drain(acked_ids, timeout)`` is called once the producer is done: it waits until every
+    acknowledged id was polled or the deadline passed, then stops and closes the client.
+    """
+
+    def __init__(self, topics: Sequence[str], partitions: int,
+                 bootstrap: Callable[[], str], writer: RunWriter,
+                 process: int = CONSUMER_PROCESS):
+        self.targets = _targets(topics, partitions)
+        self.bootstrap = bootstrap
+        self.writer = writer
+        self.process = process
+        self.seen: set[str] = set()
+        self.polled = 0
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._progress = threading.Condition(self._lock)
+        self._positions: dict[tuple[str, int], int] = {}
+        self._thread = threading.Thread(target=self._run, name="kreplica-consumer",
+                                        daemon=True)
+
+    def start(self) -> Consumer:
+        self._thread.start()
+        return self
+
+    def _client(self):
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap().split(","), client_id="kreplica-consumer",
+            group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
+            request_timeout_ms=REQUEST_TIMEOUT_MS, session_timeout_ms=10_000,
+            fetch_max_wait_ms=100, reconnect_backoff_max_ms=1000, max_poll_records=2000)
+        tps = [TopicPartition(t, p) for t, p in self.targets]
+        consumer.assign(tps)
+        for tp in tps:
+            position = self._positions.get((tp.topic, tp.partition))
+            if position is None:
+                consumer.seek_to_beginning(tp)
+            else:
+                consumer.seek(tp, position)
+        self.writer.event("assign", process=self.process,
+                          detail=" ".join(f"{t}:{p}" for t, p in self.targets))
+        return consumer
+
+    def _run(self) -> None:
+        poll_no = 0
+        consumer = None
+        while not self._stop.is_set():
+            try:
+                if consumer is None:
+                    consumer = self._client()
+                batches = consumer.poll(timeout_ms=200)
+            except Exception as exc:  # a broken client is replaced; the crash is an event
+                self.errors.append(repr(exc))
+                self.writer.event("client-crash", process=self.process,
+                                  detail=f"consumer: {exc!r}")
+                if consumer is not None:
+                    _close_quietly(consumer)
+                consumer = None
+                self._stop.wait(0.5)
+                continue
+            poll_no += 1
+            returned = now_ns()
+            index = 0
+            ids = []
+            for tp, records in batches.items():
+                for record in records:
+                    message_id = record_id(record.value)
+                    self.writer.poll(self.process, poll_no, tp.topic, tp.partition,
+                                     record.offset, message_id, returned, index)
+                    self._positions[(tp.topic, tp.partition)] = record.offset + 1
+                    ids.append(message_id)
+                    index += 1
+            if ids:
+                with self._progress:
+                    self.seen.update(ids)
+                    self.polled += len(ids)
+                    self._progress.notify_all()
+        if consumer is not None:
+            _close_quietly(consumer)
+
+    def drain(self, acked_ids: set[str], timeout: float) -> set[str]:
+        """Wait until every id of ``acked_ids`` was polled (or ``timeout`` seconds passed);
+        stop the consumer; return the acknowledged ids never seen."""
+        self.writer.event("drain-start", process=self.process,
+                          detail=f"waiting for {len(acked_ids)} acknowledged ids, "
+                                 f"at most {timeout:.0f} s")
+        deadline = time.monotonic() + timeout
+        with self._progress:
+            while not acked_ids <= self.seen and time.monotonic() < deadline:
+                if not self._thread.is_alive():
+                    break
+                self._progress.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+            missing = acked_ids - self.seen
+        self.stop()
+        detail = ("every acknowledged id seen" if not missing
+                  else f"deadline passed, {len(missing)} acknowledged ids unseen")
+        self.writer.event("drain-end", process=self.process, detail=detail)
+        return missing
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+
+def _close_quietly(client: Any) -> None:
+    # closing a client that lost its brokers may raise; it is gone anyway
+    with contextlib.suppress(Exception):
+        client.close()

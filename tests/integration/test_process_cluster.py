@@ -1,0 +1,200 @@
+"""The process backend against real 3-node KRaft clusters (Kafka jars from Maven Central).
+
+One cluster is shared by the module (a start costs several seconds on 2 cores); each test
+leaves it healthy again. Tests that need a cluster of their own start one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from pytest_kreplica.cluster import reaper
+from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
+from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.errors import ClusterError, InputError
+
+START_TIMEOUT = 120.0
+
+
+def marked_pids(workdir) -> list[int]:
+    return [p.pid for p in reaper.marked_processes(str(workdir))]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("cluster")
+    c = ProcessCluster(ClusterSpec(brokers=3), workdir)
+    c.start(timeout=START_TIMEOUT)
+    yield c
+    c.close()
+    assert marked_pids(c.workdir) == [], "broker JVMs outlived close()"
+
+
+@pytest.fixture
+def topic(cluster, request):
+    name = request.node.name.replace("[", "-").replace("]", "")[:100]
+    cluster.create_topics([TopicSpec(name, partitions=2, replication_factor=3,
+                                     config={"min.insync.replicas": "2"})])
+    yield name
+    cluster.heal(timeout=90)
+
+
+def produce(cluster, topic, count, partition=0):
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.live_bootstrap_servers(), acks="all",
+                             request_timeout_ms=20000)
+    try:
+        for i in range(count):
+            producer.send(topic, f"m{i}".encode(), partition=partition).get(timeout=30)
+    finally:
+        producer.close(timeout=5)
+
+
+def test_start_registers_every_node_with_a_controller(cluster):
+    assert len(cluster.nodes) == 3
+    assert all(cluster.node_state(n.node_id) is NodeState.RUNNING for n in cluster.nodes)
+    assert cluster.active_controller() in {1, 2, 3}
+    assert cluster.bootstrap_servers.count("127.0.0.1:") == 3
+    for node in cluster.nodes:
+        assert node.log_file.exists() and node.log_file.stat().st_size > 0
+        assert node.log_file.is_relative_to(cluster.workdir)
+        conns = psutil.Process(node.pid).net_connections(kind="tcp")
+        listening = {c.laddr for c in conns if c.status == psutil.CONN_LISTEN}
+        assert {a.ip for a in listening} == {"127.0.0.1"}, listening
+    assert cluster.describe()["kafka_version"] == cluster.kafka_version
+
+
+def test_leader_isr_and_log_end_offsets(cluster, topic):
+    state = cluster.partition_state(topic, 0)
+    assert state.leader in state.replicas
+    assert set(state.isr) == {1, 2, 3} and state.isr_full
+    produce(cluster, topic, 25)
+    offsets = cluster.log_end_offsets(topic, 0)
+    assert offsets == {1: 25, 2: 25, 3: 25}
+
+
+def test_kill_leader_elects_new_one_and_restart_fills_isr(cluster, topic):
+    old = cluster.leader(topic, 0)
+    cluster.kill(old)
+    assert cluster.node_state(old) is NodeState.STOPPED
+    assert not psutil.pid_exists(cluster.node(old).pid) or \
+        psutil.Process(cluster.node(old).pid).status() == psutil.STATUS_ZOMBIE
+    new = cluster.wait_for_leader(topic, 0, not_in={old}, timeout=30)
+    assert new.leader != old
+    produce(cluster, topic, 5)  # acks=all with min.insync.replicas=2 still works
+    cluster.start_node(old, timeout=90)
+    cluster.wait_healthy([topic], timeout=60)
+    assert set(cluster.isr(topic, 0)) == {1, 2, 3}
+    assert set(cluster.log_end_offsets(topic, 0).values()) == {5}
+
+
+def test_terminate_follower_exits_and_restart(cluster, topic):
+    state = cluster.partition_state(topic, 1)
+    follower = next(r for r in state.replicas if r != state.leader)
+    pid = cluster.node(follower).pid
+    cluster.terminate(follower, timeout=30)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert follower not in cluster.live_bootstrap_servers().split(",")
+    cluster.restart(follower, timeout=90)
+    cluster.wait_healthy([topic], timeout=60)
+
+
+def test_kill_active_controller_moves_quorum_leadership(cluster, topic):
+    controller = cluster.active_controller()
+    cluster.kill(controller)
+    new = cluster.active_controller(timeout=30)
+    assert new != controller
+    cluster.start_node(controller, timeout=90)
+
+
+def test_pause_fences_node_and_resume_heals(cluster, topic):
+    state = cluster.partition_state(topic, 0)
+    follower = next(r for r in state.replicas if r != state.leader)
+    cluster.pause(follower)
+    assert cluster.node_state(follower) is NodeState.PAUSED
+    assert psutil.Process(cluster.node(follower).pid).status() == psutil.STATUS_STOPPED
+    assert cluster.node(follower).address not in cluster.live_bootstrap_servers()
+    with pytest.raises(ClusterError, match="not running"):
+        cluster.wait_healthy([topic], timeout=5)
+    # the controller fences the paused broker when its session times out: ISR shrinks
+    deadline = time.monotonic() + 30
+    while follower in cluster.isr(topic, 0):
+        assert time.monotonic() < deadline, "paused follower never left the ISR"
+        time.sleep(0.2)
+    cluster.resume(follower)
+    cluster.wait_healthy([topic], timeout=60)
+    assert follower in cluster.isr(topic, 0)
+
+
+def test_health_gate_reports_what_it_saw(cluster, topic):
+    victim = cluster.leader(topic, 0)
+    cluster.kill(victim)
+    with pytest.raises(ClusterError) as info:
+        cluster.wait_healthy([topic], timeout=5)
+    message = str(info.value)
+    assert f"{victim}" in message and "server.log" in message and "not running" in message
+    cluster.heal(timeout=90)
+    cluster.wait_healthy([topic], timeout=30)
+
+
+def test_small_segments_are_accepted(cluster):
+    cluster.create_topics([TopicSpec("small-segments", 1, 3, {"segment.bytes": "1024"})])
+    produce(cluster, "small-segments", 40)
+    segments = sorted((cluster.node(1).log_dir / "small-segments-0").glob("*.log"))
+    assert len(segments) > 1, "1 KiB segments should roll"
+    cluster.delete_topics(["small-segments"])
+
+
+def test_unknown_version_is_one_line_input_error(tmp_path):
+    with pytest.raises(InputError) as info:
+        ProcessCluster(ClusterSpec(brokers=1, kafka_version="4.99.0"), tmp_path).start()
+    assert "4.99.0" in str(info.value) and "\n" not in str(info.value)
+    assert marked_pids(tmp_path) == []
+
+
+def test_teardown_leaves_no_jvm(tmp_path):
+    c = ProcessCluster(ClusterSpec(brokers=3), tmp_path / "c")
+    c.start(timeout=START_TIMEOUT)
+    pids = marked_pids(c.workdir)
+    assert len(pids) == 3
+    c.close()
+    assert marked_pids(c.workdir) == []
+    c.close()  # idempotent
+
+
+DRIVER = textwrap.dedent("""
+    import sys
+    from pytest_kreplica.cluster.base import ClusterSpec
+    from pytest_kreplica.cluster.process import ProcessCluster
+    c = ProcessCluster(ClusterSpec(brokers=3), sys.argv[1])
+    c.start(timeout=120)
+    print("READY", flush=True)
+    sys.stdin.read()
+""")
+
+
+def test_sigkilled_parent_leaves_no_jvm(tmp_path):
+    workdir = tmp_path / "orphaned"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(workdir)], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout.readline().strip() == "READY"
+        assert len(marked_pids(workdir)) == 3
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(30)
+    gone = time.monotonic() + 30
+    while marked_pids(workdir) and time.monotonic() < gone:
+        time.sleep(0.2)
+    reaper.reap_orphans()  # what the next session start does
+    assert marked_pids(workdir) == []

@@ -1,0 +1,119 @@
+"""report.html, verdict.json and index.html from a made-up run directory (pure presentation
+logic; the report of a real run is checked in tests/system and tests/integration)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pytest_kreplica.errors import HistoryError
+from pytest_kreplica.report import (
+    build_verdict,
+    read_verdict,
+    write_index,
+    write_report,
+    write_verdict,
+)
+from pytest_kreplica.report.data import load
+
+from .synthetic import LOST, UNSEEN, make_run
+
+FAULT = {"index": 1, "failure": "hard", "target": "leader", "topic": "t", "partition": 0,
+         "node": 1, "leader_before": 1, "isr_before": [1, 2, 3], "new_leader": 2,
+         "election_s": 3.0, "elected_from_isr": True, "fault_s": 5.0, "recovery_s": 3.0}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("results") / "leader-failure-acks1-hard"
+    make_run(d)
+    doc = build_verdict(
+        case_id="leader-failure-acks1-hard", parameters={"acks": 1, "failure": "hard"},
+        semantics="at-most-once",
+        history={"valid": True, "counts": {"lost": 5, "unseen": 1, "sent": 4001},
+                 "examples": {"lost": [{"id": LOST[0], "partition": 0, "offset": 750}]}},
+        phases={"cluster ready": 0.4, "produce": 20.0}, faults=[FAULT], seed=7,
+        checks=[{"name": "election bounded", "ok": True, "detail": "3.0 s"}], duration_s=41)
+    write_verdict(d, doc)
+    write_report(d)
+    return d
+
+
+def test_data_counts_and_series(run_dir):
+    data = load(run_dir)
+    assert data.counts["acked"] == 4000 and data.counts["indeterminate"] == 1
+    assert data.offending_total == len(LOST) + len(UNSEEN)
+    assert data.counts["never_consumed_lost"] == len(LOST)
+    kinds = {r["id"]: r["kind"] for r in data.offending}
+    assert all(kinds[i] == "lost" for i in LOST) and kinds[UNSEEN[0]] == "unseen"
+    # the consumer stalled from 5 s to 9 s: unseen peaks then, and ends at the never-consumed
+    peak = data.unseen.values[(data.unseen.t > 5) & (data.unseen.t < 9)].max()
+    assert peak > 500
+    assert data.unseen.values[-1] == len(LOST) + len(UNSEEN)
+    assert data.lag.values.max() > 500 and data.lag.values[-1] <= 1
+
+
+def test_verdict_json_carries_phases_faults_elections_and_seed(run_dir):
+    v = read_verdict(run_dir)
+    assert v["passed"] is True and v["seed"] == 7
+    assert v["election_s"] == [3.0] and v["election_max_s"] == 3.0
+    assert v["phases"]["produce"] == 20.0
+    assert v["phases"]["fault 1 (hard leader, node 1)"] == 5.0
+    assert v["phases"]["fault 1 recovery"] == 3.0
+
+
+def test_verdict_fails_when_any_part_fails():
+    base = {"case_id": "c", "parameters": {}, "semantics": "at-least-once"}
+    assert not build_verdict(**base, history={"valid": False})["passed"]
+    assert not build_verdict(**base, history={"valid": True},
+                             replicas={"valid": False})["passed"]
+    assert not build_verdict(**base, history={"valid": True},
+                             checks=[{"name": "x", "ok": False}])["passed"]
+    assert not build_verdict(**base, history=None)["passed"]
+
+
+def test_report_html_is_self_contained_with_plots_and_offending_ids(run_dir):
+    page = (run_dir / "report.html").read_text()
+    assert page.count("<svg") == 2  # the timeline, and unseen + lag + ack rate
+    assert "Faults and leader changes" in page
+    assert "Acknowledged but not yet consumed (unseen)" in page
+    assert "Consumer lag" in page
+    for mid in LOST + UNSEEN:
+        assert f"<td>{mid}</td>" in page
+    assert "6 acknowledged message(s) were never consumed (5 lost" in page
+    assert "at-most-once" in page and "seed <code>7</code>" in page
+    assert not re.search(r"""(src|href)=['"]https?:""", page)  # nothing fetched from outside
+    assert (run_dir / "report.html").stat().st_mode & 0o044  # readable by others
+
+
+def test_index_links_every_case(run_dir, tmp_path):
+    other = run_dir.parent / "second-case"
+    make_run(other)
+    write_verdict(other, build_verdict(case_id="second-case", parameters={},
+                                       semantics="at-least-once", history={"valid": False}))
+    index = write_index(run_dir.parent)
+    page = index.read_text()
+    assert "href='leader-failure-acks1-hard/report.html'" in page
+    assert "href='second-case/verdict.json'" in page  # no report written for it
+    assert "2 case(s), 1 failed." in page
+    assert write_index(tmp_path) is None  # nothing to index
+
+
+def test_malformed_history_is_one_line_history_error(tmp_path):
+    d = tmp_path / "bad"
+    make_run(d, messages=10)
+    with (d / "sends.jsonl").open("a") as out:
+        out.write('{"process": "x", "topic": 1}\n')
+    with pytest.raises(HistoryError) as err:
+        load(d)
+    assert "sends.jsonl" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_run_without_history_still_renders(tmp_path):
+    d = tmp_path / "crashed"
+    d.mkdir()
+    (d / "run.json").write_text(json.dumps({"case": "crashed"}))
+    write_report(d)
+    assert "NOT CHECKED" in (d / "report.html").read_text()

@@ -1,0 +1,130 @@
+"""Pure logic of the nemesis: seeded schedules, victim choice and the recorded timings.
+The faults themselves are tested against a real cluster in tests/integration."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kreplica.cluster.base import PartitionState
+from pytest_kreplica.errors import InputError
+from pytest_kreplica.nemesis import (
+    FAULT_RECORD_PHASES,
+    FaultPlan,
+    FaultRecord,
+    Nemesis,
+    scenario_checks,
+)
+
+
+def test_same_seed_same_schedule_other_seed_other_schedule():
+    a = FaultPlan(seed=42, failure="random", target="random", failures=6).preview()
+    b = FaultPlan(seed=42, failure="random", target="random", failures=6).preview()
+    c = FaultPlan(seed=43, failure="random", target="random", failures=6).preview()
+    assert a == b
+    assert a != c
+    assert [s.index for s in a] == [1, 2, 3, 4, 5, 6]
+
+
+def test_fixed_failure_and_target_are_kept_and_delays_within_bounds():
+    plan = FaultPlan(seed=1, failure="hard", target="follower", failures=3, downtime_s=4.0,
+                     delay_s=(0.5, 1.5))
+    specs = plan.preview()
+    assert len(specs) == 3
+    assert {(s.failure, s.target, s.downtime_s) for s in specs} == {("hard", "follower", 4.0)}
+    assert all(0.5 <= s.delay_s <= 1.5 and 0 <= s.pick < 1 for s in specs)
+
+
+def test_random_draws_cover_every_failure_and_target():
+    specs = FaultPlan(seed=7, failure="random", target="random", failures=60).preview(60)
+    assert {s.failure for s in specs} == {"clean", "hard", "soft"}
+    assert {s.target for s in specs} == {"leader", "follower", "controller"}
+
+
+def test_duration_plan_is_unbounded_until_stopped():
+    plan = FaultPlan(seed=3, failure="hard", target="leader", duration_s=60.0)
+    assert len(plan.preview(limit=50)) == 50
+
+
+@pytest.mark.parametrize("key,value", [("failure", "partition"), ("target", "mirror-maker")])
+def test_unsupported_values_are_one_line_input_errors(key, value):
+    kwargs = {"failure": "hard", "target": "leader", key: value}
+    with pytest.raises(InputError, match=f"{key} '{value}' is not allowed; allowed: "):
+        FaultPlan(seed=1, **kwargs)
+
+
+def test_plan_dict_carries_seed_and_schedule():
+    d = FaultPlan(seed=9, failure="soft", target="controller", failures=2).to_dict()
+    assert d["seed"] == 9 and len(d["schedule"]) == 2
+    assert d["schedule"][0]["failure"] == "soft"
+
+
+class _Roles:
+    """Answers the two role questions the victim choice asks; nothing else."""
+
+    def active_controller(self):
+        return 3
+
+
+STATE = PartitionState("t", 0, leader=2, leader_epoch=4, replicas=(1, 2, 3), isr=(1, 2, 3))
+
+
+@pytest.mark.parametrize("target,allowed", [("leader", {2}), ("follower", {1, 3}),
+                                            ("controller", {3})])
+def test_victim_follows_the_role(target, allowed):
+    nem = Nemesis(_Roles(), None, FaultPlan(seed=1, failure="hard", target=target),
+                  [("t", 0)])
+    victims = {nem._choose_victim(spec, STATE)
+               for spec in FaultPlan(seed=5, failure="hard", target=target,
+                                     failures=20).preview()}
+    assert victims == allowed
+
+
+def test_follower_of_a_single_replica_is_an_input_error():
+    nem = Nemesis(_Roles(), None, FaultPlan(seed=1, failure="hard", target="follower"),
+                  [("t", 0)])
+    alone = PartitionState("t", 0, leader=1, leader_epoch=0, replicas=(1,), isr=(1,))
+    spec = FaultPlan(seed=1, failure="hard", target="follower").preview()[0]
+    with pytest.raises(InputError, match="replication_factor >= 2"):
+        nem._choose_victim(spec, alone)
+
+
+def test_record_durations():
+    rec = FaultRecord(1, "hard", "leader", "t", 0, node=2, strike_ns=1_000_000_000,
+                      restore_ns=6_000_000_000, recovered_ns=9_500_000_000)
+    assert rec.fault_s == 5.0 and rec.recovery_s == 3.5
+    d = rec.to_dict()
+    assert all(k in d for k in FAULT_RECORD_PHASES)
+    assert FaultRecord(2, "soft", "leader", "t", 0).recovery_s is None
+
+
+def _rec(**kw):
+    base = dict(index=1, failure="hard", target="leader", topic="t", partition=0, node=1,
+                leader_before=1, isr_before=[1, 2, 3], strike_ns=0, restore_ns=5 * 10**9,
+                recovered_ns=8 * 10**9)
+    base.update(kw)
+    return FaultRecord(**base)
+
+
+def test_checks_pass_for_a_quick_election_from_the_isr():
+    checks = scenario_checks([_rec(new_leader=2, election_s=3.1, elected_from_isr=True)])
+    assert [c["ok"] for c in checks] == [True, True, True]
+    assert "1 -> 2 after 3.10 s" in checks[1]["detail"]
+
+
+def test_checks_fail_slow_election_outside_isr_missing_election_and_no_recovery():
+    slow = scenario_checks([_rec(new_leader=4, election_s=25.0, elected_from_isr=False)],
+                           election_bound_s=20)
+    assert [c["ok"] for c in slow] == [True, False, False]
+    assert scenario_checks([_rec(new_leader=4, election_s=2.0, elected_from_isr=False)],
+                           unclean_leader_election=True)[2]["ok"] is True
+    missing = scenario_checks([_rec()])
+    assert missing[1]["name"].endswith("new leader elected") and not missing[1]["ok"]
+    broken = scenario_checks([_rec(recovered_ns=None, error="NodeError: did not start")])
+    assert not broken[0]["ok"] and "did not start" in broken[0]["detail"]
+
+
+def test_soft_pause_that_kept_the_leader_and_follower_faults_are_not_failures():
+    kept = _rec(failure="soft", election_note="the leader kept its leadership")
+    assert all(c["ok"] for c in scenario_checks([kept]))
+    follower = _rec(target="follower", node=2, leader_before=1)
+    assert [c["ok"] for c in scenario_checks([follower])] == [True]

@@ -1,0 +1,25 @@
+"""Pure parts of the workload: record values and how send errors are classified."""
+
+from kafka import errors
+
+from pytest_kreplica.workload import classify, record_id, record_value
+
+
+def test_record_value_is_the_id_then_padding():
+    assert record_value("17", 0) == b"17"
+    assert record_value("17", 3) == b"17"  # no room for a space and padding
+    value = record_value("17", 10)
+    assert value == b"17 xxxxxxx" and len(value) == 10
+    assert record_id(value) == "17" and record_id(b"17") == "17" and record_id(None) == ""
+
+
+def test_only_definite_failures_are_fail():
+    assert classify(errors.NotEnoughReplicasError()) == "fail"
+    assert classify(errors.InvalidTopicError()) == "fail"
+    assert classify(errors.MessageSizeTooLargeError()) == "fail"
+    assert classify(RuntimeError("buffer full"), before_send=True) == "fail"
+    # ambiguous: the record may have been appended
+    assert classify(errors.NotEnoughReplicasAfterAppendError()) == "info"
+    assert classify(errors.KafkaTimeoutError()) == "info"
+    assert classify(errors.RequestTimedOutError()) == "info"
+    assert classify(errors.KafkaConnectionError()) == "info"
