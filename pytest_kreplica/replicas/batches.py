@@ -29,7 +29,6 @@ MAGIC_AT = 16
 CHUNK_SIZE = 8 << 20
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
 _HEAD = struct.Struct(">qiibIhi")
-_RECORDS_COUNT = struct.Struct(">i")  # at byte 57
 _PREFIX = struct.Struct(">qi")
 CONTROL_MASK = 0x20
 CODEC_MASK = 0x07
@@ -47,9 +46,9 @@ class Batch:
     stored_crc: int
     crc_ok: bool
     attributes: int
-    records: int
     content_hash: bytes  # sha256 (first 16 bytes) of the whole batch as stored
     problem: str | None = None
+    data: bytes | None = None  # the batch's bytes, when the scanner was asked to keep them
 
     @property
     def corrupt(self) -> bool:
@@ -77,12 +76,14 @@ class SegmentScanner:
     """
 
     def __init__(self, path: str | Path, first_offset: int | None = None,
-                 next_segment_offset: int | None = None, chunk_size: int = CHUNK_SIZE):
+                 next_segment_offset: int | None = None, chunk_size: int = CHUNK_SIZE,
+                 keep_data: bool = False):
         self.path = Path(path)
         self.first_offset = (first_offset if first_offset is not None
                              else segment_base_offset(path) or 0)
         self.next_segment_offset = next_segment_offset
         self.chunk_size = chunk_size
+        self.keep_data = keep_data
         self.sha256: str | None = None
         self.size = 0
         self.batches = 0
@@ -93,6 +94,14 @@ class SegmentScanner:
         pending: Batch | None = None
         prev_last = self.first_offset - 1
         for batch in self._raw_batches():
+            if (pending is not None and batch.problem is None and pending.problem is None
+                    and pending.base_offset == prev_last + 1
+                    and batch.base_offset > pending.last_offset):
+                # the common case: both sound and in order
+                prev_last = pending.last_offset
+                yield pending
+                pending = batch
+                continue
             if batch.problem is None and batch.base_offset <= prev_last:
                 batch.problem = (f"base offset {batch.base_offset} goes backwards "
                                  f"(previous batch ended at {prev_last})")
@@ -126,7 +135,6 @@ class SegmentScanner:
         """Frame batches by their length; on a broken frame, resynchronise on the next
         position that holds a sound batch."""
         unpack_head = _HEAD.unpack_from
-        unpack_count = _RECORDS_COUNT.unpack_from
         crc = crc32c.crc32c
         with open(self.path, "rb") as f:
             r = _Reader(f, self.chunk_size)
@@ -135,7 +143,32 @@ class SegmentScanner:
             count = 0
             last = None
             resync = False
+            sha256 = hashlib.sha256
+            keep = self.keep_data
+            mv_of: bytes | None = None
+            mv = memoryview(b"")
             while True:
+                # fast path: a sound batch wholly in the buffer
+                buf, pos = r.buf, r.pos
+                if not resync and pos + HEADER_SIZE <= len(buf):
+                    base, blen, epoch, magic, stored, attrs, delta = unpack_head(buf, pos)
+                    end = pos + blen + LOG_OVERHEAD
+                    if magic == 2 and blen >= MIN_BATCH_LENGTH and end <= len(buf):
+                        if mv_of is not buf:
+                            mv, mv_of = memoryview(buf), buf
+                        if crc(mv[pos + CRC_START:end]) == stored:
+                            whole = mv[pos:end]
+                            last_offset = base + delta
+                            count += 1
+                            yield Batch(r.start + pos, base, last_offset, end - pos, epoch,
+                                        stored, True, attrs, sha256(whole).digest()[:16],
+                                        None, bytes(whole) if keep else None)
+                            if last_offset >= expected:
+                                expected = last_offset + 1
+                            if last is None or last_offset > last:
+                                last = last_offset
+                            r.pos = end
+                            continue
                 if resync:
                     resync = False
                     if not self._resync(r, expected):
@@ -174,8 +207,8 @@ class SegmentScanner:
                     problem = None if crc_ok else (
                         f"crc mismatch: stored {stored:#010x}, computed {computed:#010x}")
                 batch = Batch(file_pos, base, base + delta, total, epoch, stored, crc_ok,
-                              attrs, unpack_count(buf, pos + 57)[0], content_hash(view),
-                              problem)
+                              attrs, content_hash(view),
+                              problem, bytes(view) if self.keep_data and crc_ok else None)
                 view.release()
                 count += 1
                 if problem is not None and not self._next_frame_plausible(r, total, base):
@@ -233,7 +266,7 @@ class SegmentScanner:
             r.skip(1)
 
     def _broken(self, position: int, expected: int, problem: str) -> Batch:
-        return Batch(position, expected, expected, 0, -1, 0, False, 0, 0, b"", problem)
+        return Batch(position, expected, expected, 0, -1, 0, False, 0, b"", problem)
 
 
 class _Reader:

@@ -66,34 +66,35 @@ def scan_file_arrow(f: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     schema = pa.schema([(name, types[kind]) for name, kind in SCAN_COLUMNS])
     scanner = SegmentScanner(f["path"], first_offset=f["base_offset"],
                              next_segment_offset=f["next_base_offset"])
-    varying = {k: [] for k in ("position", "base_offset", "last_offset", "length",
-                               "leader_epoch", "stored_crc", "crc_ok", "content_hash",
-                               "problem")}
+    names = ("position", "base_offset", "last_offset", "length", "leader_epoch",
+             "stored_crc", "crc_ok", "content_hash", "problem")
+    rows: list[tuple] = []
 
     def flush() -> pa.RecordBatch:
-        n = len(varying["position"])
+        n = len(rows)
         cols = {"kind": pa.repeat("batch", n), "topic": pa.repeat(f["topic"], n),
                 "partition": pa.repeat(pa.scalar(f["partition"], pa.int32()), n),
                 "node": pa.repeat(pa.scalar(f["node"], pa.int32()), n),
                 "file": pa.repeat(f["file"], n)}
-        for name, values in varying.items():
-            cols[name] = pa.array(values, types[dict(SCAN_COLUMNS)[name]])
-            values.clear()
+        for name, values in zip(names, zip(*rows, strict=True), strict=True):
+            cols[name] = pa.array(values, types[kinds[name]])
         for name in ("sha256", "closed", "batches"):
-            cols[name] = pa.nulls(n, types[dict(SCAN_COLUMNS)[name]])
+            cols[name] = pa.nulls(n, types[kinds[name]])
+        rows.clear()
         return pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=schema)
 
-    append = [varying[k].append for k in varying]
+    kinds = dict(SCAN_COLUMNS)
+    add = rows.append
     for b in scanner:
-        broken = b.length == 0  # no readable header: no crc, no epoch
-        values = (b.position, b.base_offset, b.last_offset, b.length,
-                  None if broken else b.leader_epoch, None if broken else b.stored_crc,
-                  b.crc_ok, b.content_hash if not broken else None, b.problem)
-        for add, v in zip(append, values, strict=True):
-            add(v)
-        if len(varying["position"]) >= ARROW_ROWS:
+        if b.length:
+            add((b.position, b.base_offset, b.last_offset, b.length, b.leader_epoch,
+                 b.stored_crc, b.crc_ok, b.content_hash, b.problem))
+        else:  # no readable header: no crc, epoch or hash
+            add((b.position, b.base_offset, b.last_offset, 0, None, None, False, None,
+                 b.problem))
+        if len(rows) >= ARROW_ROWS:
             yield flush()
-    if varying["position"]:
+    if rows:
         yield flush()
     seg = {"kind": "segment", "topic": f["topic"], "partition": f["partition"],
            "node": f["node"], "file": f["file"], "position": None,
@@ -203,7 +204,7 @@ def _verify(spark: SparkSession, layout: ReplicaLayout) -> LogVerdict:
 
         # committed range: from the largest first offset any replica holds up to the HW
         per_replica = batches.groupBy(*key, "node").agg(
-            F.min(F.when(F.col("problem").isNull(), F.col("base_offset"))).alias("first"),
+            F.min("base_offset").alias("first"),  # corrupt copies count: they are held
             (F.max("last_offset") + 1).alias("leo"))
         bounds = parts.join(per_replica.groupBy(*key).agg(F.max("first").alias("lo")),
                             key, "left").select(*key, "hw", F.coalesce("lo", F.lit(0)).alias("lo"))
