@@ -38,7 +38,10 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from . import failure_plugin
+
     _options.add_options(parser)
+    failure_plugin.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -54,6 +57,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {help_text}")
     if not hasattr(config, "workerinput"):  # xdist workers report; the controller prints
         config.pluginmanager.register(_SummaryCollector(config), "kreplica-summary")
+    from .failure_plugin import FailurePlugin  # nemesis, soak selection, index.html
+
+    config.pluginmanager.register(FailurePlugin(config), "kreplica-failures")
 
 
 def _matrices(config: pytest.Config) -> list[Matrix]:
@@ -98,6 +104,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marks.append(pytest.mark.kreplica_spec(spec_key(cluster_spec(case))))
             params.append(pytest.param(case, id=case.case_id, marks=marks))
     metafunc.parametrize("kreplica_case", params, indirect=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Validate the selected matrices before anything runs: under xdist the controller
+    collects nothing itself, so a worker's error would otherwise surface as a crash."""
+    if not hasattr(session.config, "workerinput"):
+        _matrices(session.config)
+        loaded = session.config.stash.get(_MATRICES, None)
+        if isinstance(loaded, Exception):
+            raise pytest.UsageError(str(loaded))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -193,11 +210,20 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             hooks = CaseHooks()
             request.config.hook.pytest_kreplica_case_hooks(config=request.config, case=case,
                                                            hooks=hooks)
+            acquired = time.monotonic()
             cluster = kreplica_pool.acquire(cluster_spec(case))
             result = run_case(case, cluster, run_dir, hooks=hooks,
                               spark_master=kreplica_options.spark_master,
-                              replica_check=kreplica_options.replica_check)
+                              replica_check=kreplica_options.replica_check,
+                              cluster_ready_s=time.monotonic() - acquired)
             row = result.summary()
+            # per-phase timings as their own properties: they land in the JUnit XML
+            for name, seconds in result.phases.items():
+                request.node.user_properties.append((f"kreplica_phase_{name}", seconds))
+            for key in ("election_max_s", "seed"):
+                value = row.get(key, getattr(case, key, None))
+                if value is not None:
+                    request.node.user_properties.append((f"kreplica_{key}", value))
             return result
         finally:
             row.setdefault("duration_s", time.monotonic() - started)

@@ -52,6 +52,8 @@ class CaseContext:
     stop: threading.Event
     run_dir: Path
     extra: dict[str, Any] = field(default_factory=dict)  # results a hook wants in verdict.json
+    stats: Any = None  # the producer's ProduceStats (sent / acked counts), for progress lines
+    consumer: Any = None  # the Consumer (``polled`` count), for progress lines
 
 
 Hook = Callable[[CaseContext], None]
@@ -61,6 +63,10 @@ Hook = Callable[[CaseContext], None]
 class CaseHooks:
     during_produce: list[Hook] = field(default_factory=list)
     during_consume: list[Hook] = field(default_factory=list)
+    # the producer keeps sending past the case's ``messages`` while any of these is true
+    # (a nemesis still has faults to inject), at most ``produce_rate`` sends a second
+    keep_producing: list[Callable[[], bool]] = field(default_factory=list)
+    produce_rate: float | None = None
 
 
 @dataclass
@@ -83,44 +89,57 @@ class ReplicaCheck:
 
 @dataclass
 class CaseResult:
+    """What a case showed: the checker's ``Verdict``, the replica check, scenario checks a
+    hook added (``extra["checks"]``: ``{name, ok, detail}``), phase timings, broker logs."""
+
     case: Any
     run_dir: Path
-    verdict: Any  # the checker's Verdict
+    verdict: Any  # pytest_kreplica.checker.Verdict
     replica: ReplicaCheck
     phases: dict[str, float]
     log_files: dict[int, str]
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def valid(self) -> bool:
-        return bool(self.verdict.valid) and self.replica.valid and not self.hook_errors
-
-    @property
     def hook_errors(self) -> list[str]:
         return self.extra.get("hook_errors") or []
 
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        return [c for c in self.extra.get("checks") or [] if not c.get("ok")]
+
+    @property
+    def valid(self) -> bool:
+        return (bool(self.verdict.valid) and self.replica.valid and not self.hook_errors
+                and not self.failed_checks)
+
     def summary(self) -> dict[str, Any]:
-        """The JSON row for the summary table."""
-        return {"case_id": self.case.case_id, "matrix": self.case.matrix,
+        """The JSON row for the summary table (scalar extras only: faults stay in
+        verdict.json)."""
+        scalars = {k: v for k, v in self.extra.items()
+                   if isinstance(v, str | int | float | bool) or v is None}
+        return {**scalars, "case_id": self.case.case_id, "matrix": self.case.matrix,
                 "verdict": "valid" if self.valid else "invalid",
                 "history_valid": bool(self.verdict.valid), "replicas_valid": self.replica.valid,
                 "semantics": self.case.semantics, "counts": dict(self.verdict.counts),
-                "duration_s": sum(self.phases.values()), "phases": self.phases,
-                "run_dir": str(self.run_dir), **self.extra}
+                "duration_s": round(sum(self.phases.values()), 3), "phases": self.phases,
+                "run_dir": str(self.run_dir)}
 
     def failure_message(self) -> str:
         lines = [f"case {self.case.case_id} ({self.case.semantics}) is not valid"]
         if not self.verdict.valid:
-            bad = {k: v for k, v in self.verdict.counts.items()
-                   if v and k in _INVALIDATING.get(self.case.semantics, ())}
-            lines.append(f"history: expected no anomalies, seen {bad}")
-            for name, rows in (getattr(self.verdict, "examples", None) or {}).items():
-                if rows and name in bad:
-                    lines.append(f"  {name}: {json.dumps(rows[:10], default=str)}")
+            bad = self.verdict.failures()
+            lines.append("history: expected no " + ", ".join(bad) + "; seen "
+                         + ", ".join(f"{n} {self.verdict.counts[n]}" for n in bad))
+            for name in bad:
+                rows = self.verdict.examples.get(name) or []
+                lines.append(f"  {name} e.g. {json.dumps(rows[:10], default=str)}")
         if not self.replica.valid:
             lines.append(f"replicas: expected equal closed segments on every replica, "
                          f"{len(self.replica.mismatches)} differ: "
                          f"{json.dumps(self.replica.mismatches[:5])}")
+        for check in self.failed_checks:
+            lines.append(f"check {check.get('name')}: {check.get('detail')}")
         if self.hook_errors:
             lines.append(f"hooks: expected none to fail, seen {self.hook_errors}")
         lines.append(f"run directory: {self.run_dir}")
@@ -130,16 +149,6 @@ class CaseResult:
     def assert_valid(self) -> None:
         if not self.valid:
             raise AssertionError(self.failure_message())
-
-
-_ALO = ("lost", "unseen", "inconsistent_offsets", "aborted_reads", "unexpected",
-        "nonmonotonic_polls", "poll_skips")
-_INVALIDATING = {
-    "at-least-once": _ALO,
-    "exactly-once": (*_ALO, "duplicated"),
-    "at-most-once": ("duplicated", "inconsistent_offsets", "aborted_reads", "unexpected",
-                     "nonmonotonic_polls", "poll_skips"),
-}
 
 
 class _Phases(dict):
@@ -205,7 +214,8 @@ def _join(threads: list[threading.Thread], ctx: CaseContext) -> None:
 
 def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = None, *,
              spark_master: str | None = None, replica_check: bool = True,
-             drain_timeout: float = DRAIN_TIMEOUT) -> CaseResult:
+             drain_timeout: float = DRAIN_TIMEOUT,
+             cluster_ready_s: float | None = None) -> CaseResult:
     """Run ``case`` on a started, healthy ``cluster``; write ``run_dir``; validate."""
     from .cluster.base import TopicSpec
     from .workload import Consumer, ProduceStats, produce
@@ -213,6 +223,8 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
     hooks = hooks or CaseHooks()
     run_dir = Path(run_dir)
     phases = _Phases()
+    if cluster_ready_s is not None:  # the pool's health gate (or a cold start) for this case
+        phases["cluster ready"] = round(cluster_ready_s, 3)
     topics = topic_names(case)
     meta: dict[str, Any] = {
         "case_id": case.case_id, "matrix": case.matrix, "scenario": case.scenario,
@@ -226,15 +238,18 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
         with phases.timed("topics"):
             cluster.create_topics([TopicSpec(t, case.partitions, case.replication_factor,
                                              topic_config(case)) for t in topics])
-        ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
-                          threading.Event(), run_dir, extra)
         consumer = Consumer(topics, case.partitions, cluster.live_bootstrap_servers, writer)
         stats = ProduceStats()
+        ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
+                          threading.Event(), run_dir, extra, stats, consumer)
+        keep = hooks.keep_producing
         with phases.timed("produce"):
             consumer.start()
             threads = _run_hooks(hooks.during_produce, ctx, "during_produce")
             try:
-                produce(case, topics, cluster.live_bootstrap_servers(), writer, stats)
+                produce(case, topics, cluster.live_bootstrap_servers(), writer, stats,
+                        keep_going=(lambda: any(k() for k in keep)) if keep else None,
+                        max_rate=hooks.produce_rate)
             finally:
                 _join(threads, ctx)
         with phases.timed("drain"):
@@ -254,18 +269,41 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
     with phases.timed("validation"):
         from .checker import check
 
-        verdict = check(run_dir, case.semantics, spark_master=spark_master) \
-            if spark_master else check(run_dir, case.semantics)
+        verdict = check(run_dir, case.semantics, spark_master=spark_master)
     result = CaseResult(case, run_dir, verdict, replica, dict(phases),
                         {n: str(p) for n, p in cluster.log_files().items()}, extra)
     meta.update(end_time=time.time(), phases=dict(phases))
     write_run_json(run_dir, meta)
-    _write_json(run_dir / "verdict.json", {
-        "valid": result.valid, "semantics": case.semantics,
-        "history": {"valid": bool(verdict.valid), "counts": dict(verdict.counts)},
-        "replicas": replica.as_dict(), "phases": dict(phases), **extra})
+    _write_verdict_and_report(result)
     _drop_topics(cluster, topics)
     return result
+
+
+def _write_verdict_and_report(result: CaseResult) -> None:
+    """verdict.json (report.verdict) and report.html: the report is for people, so a
+    problem drawing it is logged and noted in the verdict, never fails the case."""
+    from .report import build_verdict, write_report, write_verdict
+
+    case, verdict = result.case, result.verdict
+    history = verdict.to_dict() if hasattr(verdict, "to_dict") else {
+        "valid": bool(verdict.valid), "counts": dict(verdict.counts),
+        "examples": getattr(verdict, "examples", {})}
+    extra = {k: v for k, v in result.extra.items()
+             if k not in ("faults", "fault_plan", "checks", "election_s", "election_max_s")}
+    doc = build_verdict(
+        case_id=case.case_id, parameters=case.as_dict(), semantics=case.semantics,
+        history=history, replicas=result.replica.as_dict(), phases=result.phases,
+        faults=result.extra.get("faults"), fault_plan=result.extra.get("fault_plan"),
+        seed=case.seed, checks=result.extra.get("checks"),
+        duration_s=round(sum(result.phases.values()), 3),
+        extra={**extra, "passed": result.valid})
+    write_verdict(result.run_dir, doc)
+    try:
+        write_report(result.run_dir)
+    except Exception as exc:
+        log.warning("report.html for %s failed: %r", case.case_id, exc)
+        doc["report_error"] = repr(exc)
+        write_verdict(result.run_dir, doc)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -45,6 +45,7 @@ COLUMNS: list[Column] = [
     Column("lost", _count("lost"), True),
     Column("unseen", _count("unseen"), True),
     Column("dup", _count("duplicated"), True),
+    Column("election", lambda r: fmt_seconds(r.get("election_max_s")), True),
     Column("duration", lambda r: fmt_seconds(r.get("duration_s")), True),
     Column("run dir", lambda r: r.get("run_dir") or "-"),
 ]

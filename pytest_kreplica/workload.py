@@ -89,14 +89,19 @@ def producer_config(case: Any, bootstrap: str) -> dict[str, Any]:
         "delivery_timeout_ms": DELIVERY_TIMEOUT_MS,
         "max_block_ms": MAX_BLOCK_MS,
         "reconnect_backoff_max_ms": 1000,
-        "retries": 2**31 - 1 if case.idempotence else 5,
+        # at-most-once cases (acks 1/0 under faults) never retry: a retry may duplicate
+        "retries": 2**31 - 1 if case.idempotence else (
+            0 if getattr(case, "semantics", None) == "at-most-once" else 5),
     }
 
 
 def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
             stats: ProduceStats | None = None, stop: threading.Event | None = None,
-            process: int = PRODUCER_PROCESS) -> ProduceStats:
-    """Send the case's messages; every attempt becomes one ``sends`` row."""
+            process: int = PRODUCER_PROCESS, keep_going: Callable[[], bool] | None = None,
+            max_rate: float | None = None) -> ProduceStats:
+    """Send the case's messages; every attempt becomes one ``sends`` row. With
+    ``keep_going``, sending continues past ``messages`` while it returns true (faults are
+    still being injected); ``max_rate`` caps sends per second so such a run stays small."""
     from kafka import KafkaProducer
 
     stats = stats or ProduceStats()
@@ -125,9 +130,18 @@ def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
         stats.count(status, message_id)
 
     try:
-        for i in range(case.messages):
+        started = time.monotonic()
+        i = -1
+        while True:
+            i += 1
+            if i >= case.messages and (keep_going is None or not keep_going()):
+                break
             if stop is not None and stop.is_set():
                 break
+            if max_rate:
+                ahead = started + i / max_rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
             topic, partition = targets[i % len(targets)]
             message_id = str(i)
             invoke = now_ns()
@@ -154,9 +168,7 @@ def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
             else:
                 future.add_callback(_on_ok(complete, message_id, topic, partition, invoke))
                 future.add_errback(_on_error(complete, message_id, topic, partition, invoke))
-        producer.flush(timeout=DELIVERY_TIMEOUT_MS / 1000 + 5)
-    except Exception as exc:  # the flush deadline passed: whatever is pending is unknown
-        writer.event("client-crash", process=process, detail=f"producer: {exc!r}")
+        _await_completion(producer, pending, pending_lock, DELIVERY_TIMEOUT_MS / 1000 + 5)
     finally:
         with pending_lock:
             leftovers = list(pending.items())
@@ -168,6 +180,21 @@ def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
         producer.close(timeout=10)
         writer.event("stop", process=process, detail="producer closed")
     return stats
+
+
+def _await_completion(producer: Any, pending: dict, lock: threading.Lock,
+                      timeout: float) -> None:
+    """Flush, then wait (bounded) until every callback has fired. kafka-python 3.0.12's
+    ``flush`` can raise ``UnknownError('Future not done')`` while a batch completes (its
+    latch is set before ``is_done``), so the callbacks themselves are the measure."""
+    deadline = time.monotonic() + timeout
+    with contextlib.suppress(Exception):  # judged below by what is still pending
+        producer.flush(timeout=timeout)
+    while time.monotonic() < deadline:
+        with lock:
+            if not pending:
+                return
+        time.sleep(0.05)
 
 
 def _on_ok(complete: Callable[..., None], *args: Any) -> Callable[[Any], None]:

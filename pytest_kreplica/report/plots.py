@@ -80,12 +80,17 @@ def timeline_svg(data: RunData) -> str:
     for e in data.events:
         t = data.seconds(e.get("time_ns"))
         if e.get("kind") == "elect" and e.get("node") in row:
-            ax.plot(t, row[e["node"]], marker="D", color="#2ca02c", ms=7, zorder=3)
-        elif e.get("kind") in ("drain-start", "drain-end"):
-            ax.axvline(t, color="#7f7f7f", ls="--", lw=1)
-            ax.annotate(e["kind"], (t, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
-                        color="#555", ha="right",
-                        va="bottom")
+            controller = e.get("role") == "controller"
+            ax.plot(t, row[e["node"]] + (0.18 if controller else 0), zorder=3, ms=7,
+                    marker="s" if controller else "D",
+                    color="#17becf" if controller else "#2ca02c")
+    drain = [data.seconds(e.get("time_ns")) for e in data.events
+             if e.get("kind") in ("drain-start", "drain-end")]
+    if drain:
+        ax.axvspan(min(drain), max(max(drain), min(drain) + data.end_s / 400),
+                   color="#7f7f7f", alpha=0.25, lw=0)
+        ax.annotate("drain", (min(drain), 1.0), xycoords=("data", "axes fraction"),
+                    fontsize=8, color="#555", ha="right", va="bottom")
     ax.set_yticks(range(len(nodes)), [f"node {n}" for n in nodes])
     ax.set_ylim(-0.6, max(len(nodes), 1) - 0.2)
     ax.set_xlim(0, data.end_s)
@@ -95,6 +100,9 @@ def timeline_svg(data: RunData) -> str:
               if any(s["kind"] == k for s in spans)]
     legend.append(Patch(color="#bbbbbb", label="restored, catching up"))
     legend.append(plt.Line2D([], [], marker="D", color="#2ca02c", ls="", label="new leader"))
+    if any(e.get("kind") == "elect" and e.get("role") == "controller" for e in data.events):
+        legend.append(plt.Line2D([], [], marker="s", color="#17becf", ls="",
+                                 label="new controller"))
     fig.legend(handles=legend, loc="lower center", ncol=6, fontsize=8, frameon=False)
     ax.set_title("Faults and leader changes", pad=14)
     return _svg(fig)

@@ -1,0 +1,325 @@
+"""The anomaly rules of shared/HISTORY.md as one linear Spark plan.
+
+sends ∪ polls ──► window 1, by topic-partition ordered by offset: rank among known offsets,
+                  ids per offset (inconsistent_offsets), highest polled offset (lost/unseen)
+            ──► window 2, by (process, topic-partition) in poll / invoke order: consecutive
+                  pairs (nonmonotonic_polls, poll_skips, nonmonotonic_sends); candidate pairs
+                  look up the process's assign / rebalance times (a broadcast, tiny)
+            ──► per id: acked / failed / indeterminate / polled, positions (duplicated,
+                  lost, unseen, aborted_reads, unexpected, recovered)
+            ──► one row of counts.
+
+Only counts come back to the driver; examples are fetched by a second query only when some
+anomaly occurred. Everything is Spark SQL expressions: no Python UDF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+
+from .verdict import ANOMALIES, EXAMPLES_PER_ANOMALY
+
+SEND, POLL = 0, 1
+TP = ("cluster", "topic", "partition")
+
+
+@dataclass
+class Frames:
+    rows: DataFrame    # one row per send / poll, with per-row anomaly flags
+    per_id: DataFrame  # one row per id, with per-id anomaly flags
+    mirrored: bool
+
+
+def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
+    s = sends.select(
+        F.lit(SEND).alias("src"), (~F.col("_bad")).alias("good"),
+        "process", "topic", "partition", "offset", "id", "cluster", "status",
+        F.col("invoke_ns").alias("o1"), F.col("complete_ns").alias("o2"),
+        F.lit(None).cast(LongType()).alias("t"), F.lit(None).cast(LongType()).alias("poll"),
+    )
+    p = polls.withColumn("_seq", F.monotonically_increasing_id()).select(
+        F.lit(POLL).alias("src"), (~F.col("_bad")).alias("good"),
+        "process", "topic", "partition", "offset", "id", "cluster",
+        F.lit(None).cast("string").alias("status"),
+        F.col("poll").alias("o1"), F.coalesce("index", "_seq").alias("o2"),
+        F.col("time_ns").alias("t"), "poll",
+    )
+    u = s.unionByName(p)
+    is_ok = (F.col("src") == SEND) & (F.col("status") == "ok")
+    return u.select(
+        "*",
+        (F.col("good") & is_ok).alias("ok"),
+        # a position known to hold this id: acknowledged at that offset, or polled there
+        (F.col("good") & F.col("offset").isNotNull()
+         & (is_ok | (F.col("src") == POLL))).alias("known"),
+    )
+
+
+def build(
+    spark: SparkSession,
+    sends: DataFrame,
+    polls: DataFrame,
+    exempting: dict[int, list[int]],
+    mirrored: bool = False,
+) -> Frames:
+    u = _union(sends, polls)
+
+    # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first)
+    korder = F.when(F.col("known"), F.col("offset"))
+    u = u.withColumn("korder", korder)
+    by_tp = Window.partitionBy(*TP)
+    w1 = Window.partitionBy(*TP).orderBy("korder")
+    at_offset = Window.partitionBy(*TP, "korder")
+    u = u.select(
+        "*",
+        F.dense_rank().over(w1).alias("kr"),
+        (F.row_number().over(w1) == F.rank().over(w1)).alias("first_at_offset"),
+        F.min(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_lo"),
+        F.max(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_hi"),
+        F.max(F.when(F.col("good") & (F.col("src") == POLL), F.col("offset")))
+        .over(by_tp).alias("max_polled"),
+    )
+    inconsistent = F.col("known") & F.col("first_at_offset") & (F.col("id_lo") != F.col("id_hi"))
+
+    # ---- window 2: consecutive pairs per stream (process's polls / acked sends) and tp
+    stream = (F.when(F.col("good") & (F.col("src") == POLL), F.lit("P"))
+              .when(F.col("ok") & F.col("offset").isNotNull(), F.lit("S")))
+    u = u.withColumn("stream", stream)
+    w2 = Window.partitionBy("stream", "process", *TP).orderBy("o1", "o2")
+    u = u.select(
+        "*",
+        F.lag("offset").over(w2).alias("prev_offset"),
+        F.lag("kr").over(w2).alias("prev_kr"),
+        F.lag("t").over(w2).alias("prev_t"),
+        F.lag("id").over(w2).alias("prev_id"),
+        F.lag("poll").over(w2).alias("prev_poll"),
+    )
+    is_poll = F.col("stream") == "P"
+    has_prev = F.col("prev_offset").isNotNull()
+    np_candidate = is_poll & has_prev & (F.col("offset") <= F.col("prev_offset"))
+    skip_candidate = (is_poll & has_prev & (F.col("offset") > F.col("prev_offset"))
+                      & (F.col("kr") - F.col("prev_kr") > 1))
+    u = u.withColumn("np_cand", np_candidate).withColumn("skip_cand", skip_candidate)
+
+    # a pair is exempt when its process had an assign / rebalance in (previous poll, this poll]
+    if exempting:
+        schema = StructType([StructField("ev_process", LongType()),
+                             StructField("ev_times", ArrayType(LongType()))])
+        events = spark.createDataFrame(sorted(exempting.items()), schema)
+        key = F.when(F.col("np_cand") | F.col("skip_cand"), F.col("process"))
+        u = u.withColumn("ev_key", key).join(
+            F.broadcast(events), F.col("ev_key") == F.col("ev_process"), "left")
+        exempt = F.coalesce(F.exists(
+            "ev_times", lambda x: (x > F.col("prev_t")) & (x <= F.col("t"))), F.lit(False))
+    else:
+        exempt = F.lit(False)
+    u = u.select(
+        "*",
+        (F.col("np_cand") & ~exempt).alias("nonmonotonic_poll"),
+        (F.col("skip_cand") & ~exempt).alias("poll_skip"),
+        ((F.col("stream") == "S") & has_prev & (F.col("offset") < F.col("prev_offset")))
+        .alias("nonmonotonic_send"),
+        inconsistent.alias("inconsistent_offset"),
+    )
+
+    per_id = _per_id(u, mirrored)
+    return Frames(rows=u, per_id=per_id, mirrored=mirrored)
+
+
+def _count(cond: Column) -> Column:
+    return F.sum(F.when(cond, 1).otherwise(0))
+
+
+def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
+    good, src = F.col("good"), F.col("src")
+    known = F.col("known")
+    # duplicated: an id at two or more distinct positions. A set of tuples has two distinct
+    # members exactly when some coordinate's min differs from its max: fixed-width aggregates
+    # instead of collecting sets. Mirrored runs judge each cluster on its own.
+    buckets = [F.col("cluster") == "source", F.col("cluster") == "target",
+               F.col("cluster").isNull()] if mirrored else [F.lit(True)]
+    spread = []
+    for i, bucket in enumerate(buckets):
+        cond = known & bucket
+        for coord in ("topic", "partition", "offset"):
+            spread += [F.min(F.when(cond, F.col(coord))).alias(f"lo{i}_{coord}"),
+                       F.max(F.when(cond, F.col(coord))).alias(f"hi{i}_{coord}")]
+    polled_for_loss = (src == POLL) & good
+    if mirrored:
+        polled_for_loss = polled_for_loss & (F.col("cluster") == "target")
+    agg = u.groupBy("id").agg(
+        _count(good & (src == SEND)).alias("n_send"),
+        _count(F.col("ok")).alias("n_ok"),
+        _count(good & (src == SEND) & (F.col("status") == "fail")).alias("n_fail"),
+        _count(good & (src == SEND) & (F.col("status") == "info")).alias("n_info"),
+        _count(good & (src == POLL)).alias("n_poll"),
+        _count(polled_for_loss).alias("n_poll_loss"),
+        _count(~good).alias("n_bad"),
+        _count(~good & (src == SEND)).alias("n_bad_sends"),
+        _count(~good & (src == POLL)).alias("n_bad_polls"),
+        F.max(F.when(F.col("ok") & (F.col("max_polled") > F.col("offset")), 1)).alias("passed"),
+        F.min(F.when(F.col("ok"), F.col("offset"))).alias("ok_offset"),
+        F.min(F.when(F.col("ok"), F.col("topic"))).alias("ok_topic"),
+        F.min(F.when(F.col("ok"), F.col("partition"))).alias("ok_partition"),
+        F.min(F.when(F.col("ok"), F.col("cluster"))).alias("ok_cluster"),
+        F.min(F.when(F.col("ok"), F.col("process"))).alias("ok_process"),
+        _count(F.col("nonmonotonic_poll")).alias("nonmonotonic_polls"),
+        _count(F.col("poll_skip")).alias("poll_skips"),
+        _count(F.col("nonmonotonic_send")).alias("nonmonotonic_sends"),
+        _count(F.col("inconsistent_offset")).alias("inconsistent_offsets"),
+        *spread,
+    )
+    dup = F.lit(False)
+    for i in range(len(buckets)):
+        for coord in ("topic", "partition", "offset"):
+            dup = dup | F.coalesce(F.col(f"lo{i}_{coord}") != F.col(f"hi{i}_{coord}"),
+                                   F.lit(False))
+    missing = (F.col("n_ok") > 0) & (F.col("n_poll_loss") == 0) & F.col("id").isNotNull()
+    polled = F.col("n_poll") > 0
+    per_id = agg.select(
+        "*",
+        missing.alias("missing"),
+        dup.alias("duplicated"),
+        ((F.col("n_fail") > 0) & polled).alias("aborted_reads"),
+        ((F.col("n_send") == 0) & polled).alias("unexpected"),
+        ((F.col("n_info") > 0) & polled).alias("recovered"),
+    )
+    if not mirrored:
+        passed = F.coalesce(F.col("passed") == 1, F.lit(False))
+        return per_id.select("*", (F.col("missing") & passed).alias("lost"),
+                             (F.col("missing") & ~passed).alias("unseen"))
+    # mirrored: lost when an id acknowledged later in the same source partition was polled
+    # on the target (mirrored partitions keep their numbers and order)
+    reach = (per_id.where((F.col("n_ok") > 0) & (F.col("n_poll_loss") > 0))
+             .groupBy(F.col("ok_cluster").alias("r_cluster"), F.col("ok_topic").alias("r_topic"),
+                      F.col("ok_partition").alias("r_partition"))
+             .agg(F.max("ok_offset").alias("reach")))
+    joined = per_id.join(
+        reach,
+        F.col("missing") & F.col("ok_cluster").eqNullSafe(F.col("r_cluster"))
+        & (F.col("ok_topic") == F.col("r_topic"))
+        & (F.col("ok_partition") == F.col("r_partition")),
+        "left",
+    )
+    passed = F.coalesce(F.col("reach") > F.col("ok_offset"), F.lit(False))
+    return joined.select(*per_id.columns, (F.col("missing") & passed).alias("lost"),
+                         (F.col("missing") & ~passed).alias("unseen"))
+
+
+ID_FLAGS = ("lost", "unseen", "duplicated", "aborted_reads", "unexpected", "recovered")
+EXAMPLE_COLUMNS = {
+    "id": "string", "other_id": "string", "prev_id": "string", "cluster": "string",
+    "topic": "string", "partition": "long", "offset": "long", "prev_offset": "long",
+    "process": "long", "poll": "long", "prev_poll": "long",
+}
+PAIR_COUNTS = ("nonmonotonic_polls", "poll_skips", "nonmonotonic_sends", "inconsistent_offsets")
+
+
+def count(frames: Frames) -> dict[str, int]:
+    """Every anomaly and total in one query (one row back to the driver)."""
+    p = frames.per_id
+    real = F.col("id").isNotNull()
+    row = p.agg(
+        *[_count(F.col(name) & real).alias(name) for name in ID_FLAGS],
+        *[F.coalesce(F.sum(name), F.lit(0)).alias(name) for name in PAIR_COUNTS],
+        F.coalesce(F.sum("n_send"), F.lit(0)).alias("sent"),
+        F.coalesce(F.sum("n_ok"), F.lit(0)).alias("acked"),
+        F.coalesce(F.sum("n_fail"), F.lit(0)).alias("failed"),
+        F.coalesce(F.sum("n_info"), F.lit(0)).alias("indeterminate"),
+        F.coalesce(F.sum("n_poll"), F.lit(0)).alias("polled"),
+        F.coalesce(F.sum("n_bad_sends"), F.lit(0)).alias("bad_sends"),
+        F.coalesce(F.sum("n_bad_polls"), F.lit(0)).alias("bad_polls"),
+        _count(real & (F.col("n_send") > 1)).alias("reused_ids"),
+    ).collect()[0]
+    return {k: int(v or 0) for k, v in row.asDict().items()}
+
+
+def examples(frames: Frames, counts: dict[str, int],
+             limit: int = EXAMPLES_PER_ANOMALY) -> dict[str, list[dict[str, Any]]]:
+    """A few offending rows per anomaly that occurred, in one query."""
+    wanted = [name for name in ANOMALIES if counts.get(name)]
+    if not wanted:
+        return {}
+    rows, per_id = frames.rows, frames.per_id
+
+    def shape(df: DataFrame, anomaly: str, cap: int = limit, **cols: Column) -> DataFrame:
+        return df.select(
+            F.lit(anomaly).alias("anomaly"),
+            *[(cols[k] if k in cols else F.lit(None)).cast(kind).alias(k)
+              for k, kind in EXAMPLE_COLUMNS.items()],
+        ).limit(cap)
+
+    c = F.col
+    parts = []
+    for name in wanted:
+        if name in ("lost", "unseen"):
+            parts.append(shape(per_id.where(c(name)), name, id=c("id"), cluster=c("ok_cluster"),
+                               topic=c("ok_topic"), partition=c("ok_partition"),
+                               offset=c("ok_offset"), process=c("ok_process")))
+        elif name in ("duplicated", "aborted_reads", "unexpected", "recovered"):
+            # the ids, then their polled / acknowledged positions
+            ids = per_id.where(c(name)).select(c("id").alias("x_id")).limit(limit)
+            where = rows.where(c("known") | (c("good") & (c("src") == POLL)))
+            hits = where.join(F.broadcast(ids), c("id") == c("x_id"))
+            parts.append(shape(hits, name, id=c("id"), cluster=c("cluster"), topic=c("topic"),
+                               partition=c("partition"), offset=c("offset"),
+                               process=c("process"), poll=c("poll"), cap=limit * 4))
+        elif name == "inconsistent_offsets":
+            parts.append(shape(rows.where(c("inconsistent_offset")), name, id=c("id_lo"),
+                               other_id=c("id_hi"), cluster=c("cluster"), topic=c("topic"),
+                               partition=c("partition"), offset=c("offset")))
+        else:
+            flag = {"nonmonotonic_polls": "nonmonotonic_poll", "poll_skips": "poll_skip",
+                    "nonmonotonic_sends": "nonmonotonic_send"}[name]
+            parts.append(shape(rows.where(c(flag)), name, id=c("id"), prev_id=c("prev_id"),
+                               cluster=c("cluster"), topic=c("topic"),
+                               partition=c("partition"), offset=c("offset"),
+                               prev_offset=c("prev_offset"), process=c("process"),
+                               poll=c("poll"), prev_poll=c("prev_poll")))
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    # the branches share the rows and per-id tables: compute each once
+    rows.persist(StorageLevel.MEMORY_AND_DISK)
+    per_id.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        collected = union.collect()
+    finally:
+        per_id.unpersist()
+        rows.unpersist()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in collected:
+        d = {k: v for k, v in r.asDict().items() if v is not None and k != "anomaly"}
+        out.setdefault(r["anomaly"], []).append(d)
+    for name in ("duplicated", "aborted_reads", "unexpected", "recovered"):
+        if name in out:
+            out[name] = _group_positions(out[name], limit)
+    return out
+
+
+def _group_positions(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Per id: where it was seen, ``positions`` as topic/partition/offset (and cluster)."""
+    grouped: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: (r["id"], r.get("topic", ""), r.get("partition", -1),
+                                         r.get("offset", -1))):
+        entry = grouped.setdefault(r["id"], {"id": r["id"], "positions": []})
+        pos = {k: r[k] for k in ("cluster", "topic", "partition", "offset", "process", "poll")
+               if k in r}
+        if pos not in entry["positions"]:
+            entry["positions"].append(pos)
+    return list(grouped.values())[:limit]
+
+
+def missing_ids(frames: Frames) -> DataFrame:
+    """Lost and unseen ids with their acknowledged position (for the replica-log lookup)."""
+    p = frames.per_id
+    return p.where(F.col("lost") | F.col("unseen")).select(
+        "id", F.col("ok_cluster").alias("cluster"), F.col("ok_topic").alias("topic"),
+        F.col("ok_partition").alias("partition"), F.col("ok_offset").alias("offset"),
+        F.when(F.col("lost"), "lost").otherwise("unseen").alias("anomaly"))
