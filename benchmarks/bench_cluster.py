@@ -29,7 +29,7 @@ from pytest_kreplica.distribution import resolve  # noqa: E402
 
 
 def load() -> str:
-    return "load %.1f" % os.getloadavg()[0]
+    return f"load {os.getloadavg()[0]:.1f}"
 
 
 def median_line(name: str, samples: list[float]) -> str:

@@ -559,9 +559,7 @@ def _warm_traffic(bootstrap: str, topic: str) -> None:
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              group_id="kreplica-warmup", consumer_timeout_ms=5000)
     try:
-        seen = 0
-        for _ in consumer:
-            seen += 1
+        for seen, _record in enumerate(consumer, start=1):
             if seen >= 20:
                 break
     finally:

@@ -150,6 +150,7 @@ def test_health_gate_reports_what_it_saw(cluster, topic):
 def test_small_segments_are_accepted(cluster):
     cluster.create_topics([TopicSpec("small-segments", 1, 3, {"segment.bytes": "1024"})])
     produce(cluster, "small-segments", 40)
+    assert set(cluster.log_end_offsets("small-segments", 0).values()) == {40}
     segments = sorted((cluster.node(1).log_dir / "small-segments-0").glob("*.log"))
     assert len(segments) > 1, "1 KiB segments should roll"
     cluster.delete_topics(["small-segments"])
