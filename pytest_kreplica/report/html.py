@@ -136,6 +136,11 @@ def render_report(run_dir: str | Path) -> str:
                      f"<code>seed</code>). The nodes hit follow the cluster's roles at the "
                      f"moment of each fault.</p>")
 
+    tradeoff = verdict.get("tradeoff")
+    if tradeoff:
+        cls = "warn" if tradeoff.get("accepted") else "bad"
+        head = "Accepted trade-off" if tradeoff.get("accepted") else "Not a trade-off"
+        parts.append(f"<p class='{cls}'>{head}: {_e(tradeoff.get('reason'))}.</p>")
     checks = verdict.get("checks") or []
     if checks:
         parts.append("<h2>Scenario checks</h2>")
