@@ -175,12 +175,15 @@ class ProcessCluster(AdminCluster):
         t0 = time.monotonic()
         try:
             self._prepare()
+            self.timings["prepare"] = time.monotonic() - t0
+            t1 = time.monotonic()
             if not (self.fast_format and self._format_from_template()):
                 self._format_all()
-            self.timings["format"] = time.monotonic() - t0
+            self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
             for node in self._nodes:
                 self._launch(node)
+            self.timings["launch"] = time.monotonic() - t1
             remaining = timeout - (time.monotonic() - t0)
             self._wait_ready(remaining)
             self.timings["launch_to_ready"] = time.monotonic() - t1
