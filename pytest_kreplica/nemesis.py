@@ -193,7 +193,8 @@ class Nemesis:
         self.recovery_timeout = recovery_timeout
         self.progress = progress or (lambda _msg: None)
         self.records: list[FaultRecord] = []
-        self.next_fault: str | None = None
+        self.next_fault: str | None = None  # planned, not struck yet
+        self.current_fault: str | None = None  # struck, not recovered yet
         self._abort = threading.Event()
 
     # -- running ------------------------------------------------------------------------
@@ -216,7 +217,9 @@ class Nemesis:
             self.progress(f"next fault {spec.describe()}")
             if self._abort.wait(spec.delay_s):
                 break
+            self.next_fault, self.current_fault = None, spec.describe()
             record = self.run_fault(spec)
+            self.current_fault = None
             if record.error:
                 raise ClusterError(f"nemesis fault {spec.describe()}: {record.error}")
         self.next_fault = None

@@ -278,6 +278,11 @@ class AdminCluster(Cluster):
                 f"creating topics {[t.name for t in topics]} failed: {type(exc).__name__}: "
                 f"{exc}; {self._logs_hint()}") from None
         self.wait_healthy([t.name for t in topics], timeout=timeout)
+        # a new partition's ISR is full in metadata before its followers have created it
+        # locally (seen 6 s apart on a loaded machine): wait until every replica answers
+        for t in topics:
+            for p in range(t.partitions):
+                self.log_end_offsets(t.name, p, timeout=timeout)
 
     def delete_topics(self, names: list[str], timeout: float = 30.0) -> None:
         from kafka.errors import KafkaError, UnknownTopicOrPartitionError

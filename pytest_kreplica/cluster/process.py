@@ -31,7 +31,7 @@ from ..errors import ClusterError, NodeError
 from . import config as kconfig
 from . import ports as kports
 from . import reaper
-from .admin import AdminCluster, NotYet, _wait_until
+from .admin import POLL_S, AdminCluster, NotYet, _wait_until
 from .base import ClusterSpec, Node, NodeState, TopicSpec
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ PR_SET_PDEATHSIG = 1
 STATE_FILE = "cluster.json"
 FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
+ARCHIVE_RETRY_AFTER_S = 24 * 3600
+QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
 
 
 
@@ -110,7 +112,7 @@ class ProcessCluster(AdminCluster):
 
     def __init__(self, spec: ClusterSpec, workdir: Path | str, *, detached: bool = False,
                  use_archive: bool = True, heap_mb: int = 256, tuned: bool = True,
-                 extra_jvm_flags: tuple[str, ...] = ()):
+                 extra_jvm_flags: tuple[str, ...] = (), fast_format: bool = True):
         if spec.brokers < 1:
             raise ClusterError(f"a cluster needs at least 1 broker, got brokers={spec.brokers}")
         self.spec = spec
@@ -120,6 +122,7 @@ class ProcessCluster(AdminCluster):
         self.heap_mb = heap_mb
         self.tuned = tuned
         self.extra_jvm_flags = tuple(extra_jvm_flags)
+        self.fast_format = fast_format
         self.dist: distribution.Distribution | None = None
         self.kafka_version: str | None = spec.kafka_version
         self.cluster_id: str | None = None
@@ -173,11 +176,15 @@ class ProcessCluster(AdminCluster):
         t0 = time.monotonic()
         try:
             self._prepare()
-            self._format_all()
-            self.timings["format"] = time.monotonic() - t0
+            self.timings["prepare"] = time.monotonic() - t0
+            t1 = time.monotonic()
+            if not (self.fast_format and self._format_from_template()):
+                self._format_all()
+            self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
             for node in self._nodes:
                 self._launch(node)
+            self.timings["launch"] = time.monotonic() - t1
             remaining = timeout - (time.monotonic() - t0)
             self._wait_ready(remaining)
             self.timings["launch_to_ready"] = time.monotonic() - t1
@@ -224,6 +231,23 @@ class ProcessCluster(AdminCluster):
             return _Launcher.get().popen(cmd, die_with_parent=not self.detached,
                                          stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=str(log_path.parent))
+
+    def _format_from_template(self) -> bool:
+        """Format every node by copying the version's bootstrap checkpoint (made once by the
+        real StorageTool) and writing ``meta.properties``: what ``format`` writes, without a
+        JVM per node. False when no template can be had (then the real tool runs)."""
+        assert self.dist is not None and self.cluster_id is not None
+        if any(k.startswith("unstable.") for k, _ in self.spec.broker_config):
+            return False  # unstable feature flags change what format writes
+        template = ensure_format_template(self.dist)
+        if template is None:
+            return False
+        for node in self._nodes:
+            shutil.copyfile(template, node.log_dir / template.name)
+            (node.log_dir / "meta.properties").write_text(
+                f"version=1\ncluster.id={self.cluster_id}\nnode.id={node.node_id}\n"
+                f"directory.id={kconfig.new_cluster_id()}\n")
+        return True
 
     def _format_all(self) -> None:
         """Format every node's storage in parallel (StorageTool, same class in 3.9 and 4.x)."""
@@ -362,18 +386,32 @@ class ProcessCluster(AdminCluster):
     # -- teardown ------------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> None:
         """SIGTERM every node at once (one after another hangs the last one for minutes:
-        its controlled shutdown needs a quorum that is gone), SIGKILL at the deadline."""
+        its controlled shutdown needs a quorum that is gone). Nodes still running
+        ``QUORUMLESS_GRACE_S`` after a majority has exited, or at ``timeout``, are SIGKILLed:
+        without a quorum their shutdown cannot finish."""
         self._invalidate_admin()
         procs = [p for p in self._procs.values() if p.poll() is None]
         for proc in procs:
             self._signal_group(proc, signal.SIGTERM)
             self._signal_group(proc, signal.SIGCONT)
+        majority = len(self._nodes) // 2 + 1
         deadline = time.monotonic() + timeout
-        for proc in procs:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self._kill_proc(proc)
+        quorum_lost_at: float | None = None
+        while True:
+            alive = [p for p in procs if p.poll() is None]
+            now = time.monotonic()
+            if not alive:
+                break
+            if quorum_lost_at is None and len(alive) < majority:
+                quorum_lost_at = now
+            if now >= deadline or (quorum_lost_at is not None
+                                   and now - quorum_lost_at >= QUORUMLESS_GRACE_S):
+                log.info("killing %d node(s) that outlived the quorum or the deadline",
+                         len(alive))
+                for proc in alive:
+                    self._kill_proc(proc)
+                break
+            time.sleep(POLL_S)  # polling child exit codes; bounded by the deadline above
         for proc in procs:  # strays left in a node's process group
             self._signal_group(proc, signal.SIGKILL)
         for node_id in self._procs:
@@ -421,6 +459,52 @@ def stop_detached(workdir: Path | str, timeout: float = 30.0) -> list[int]:
     return [p.pid for p in procs]
 
 
+# -- format template -----------------------------------------------------------------------
+
+def ensure_format_template(dist: distribution.Distribution, timeout: float = FORMAT_TIMEOUT_S
+                           ) -> Path | None:
+    """The ``bootstrap.checkpoint`` that ``StorageTool format`` writes for this version (the
+    feature levels; nothing node- or cluster-specific), made once under a machine-wide lock.
+    None if the tool fails (callers then format each node with the tool)."""
+    template = dist.home / "format-template" / "bootstrap.checkpoint"
+    if template.exists():
+        return template
+    try:
+        with distribution.archive_lock(dist):
+            if template.exists():
+                return template
+            work = template.parent / f"work-{os.getpid()}"
+            shutil.rmtree(work, ignore_errors=True)
+            (work / "data").mkdir(parents=True)
+            addr = kconfig.NodeAddress(1, HOST, 1, 2)
+            props = kconfig.server_properties(addr, kconfig.quorum_voters([addr]),
+                                              str(work / "data"), 1)
+            (work / "server.properties").write_text(kconfig.render_properties(props))
+            cmd = dist.command("kafka.tools.StorageTool", "format", "-t",
+                               kconfig.new_cluster_id(), "-c", str(work / "server.properties"),
+                               heap_mb=128)
+            with open(work / "format.log", "wb") as out:
+                proc = _Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                code = "timeout"
+            made = work / "data" / template.name
+            if code != 0 or not made.exists():
+                log.warning("format template for Kafka %s not made (exit %s); see %s",
+                            dist.version, code, work / "format.log")
+                return None
+            made.replace(template)
+            shutil.rmtree(work, ignore_errors=True)
+            return template
+    except Exception as exc:  # an optimisation only: fall back to the real tool per node
+        log.warning("format template for Kafka %s not made: %s", dist.version, exc)
+        return None
+
+
 # -- class-data archive ------------------------------------------------------------------------
 
 def ensure_class_data_archive(dist: distribution.Distribution, timeout: float = 120.0) -> bool:
@@ -429,6 +513,8 @@ def ensure_class_data_archive(dist: distribution.Distribution, timeout: float = 
     Any failure leaves a ``.failed`` marker and brokers simply start without an archive."""
     archive = dist.archive_path
     failed = archive.with_suffix(".failed")
+    if failed.exists() and time.time() - failed.stat().st_mtime > ARCHIVE_RETRY_AFTER_S:
+        failed.unlink(missing_ok=True)  # e.g. it timed out on a machine that was overloaded
     if archive.exists() or failed.exists():
         return archive.exists()
     try:
@@ -479,9 +565,7 @@ def _warm_traffic(bootstrap: str, topic: str) -> None:
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              group_id="kreplica-warmup", consumer_timeout_ms=5000)
     try:
-        seen = 0
-        for _ in consumer:
-            seen += 1
+        for seen, _record in enumerate(consumer, start=1):
             if seen >= 20:
                 break
     finally:
