@@ -14,6 +14,7 @@ from .tables import (
     find_table,
     first_jsonl_problem,
     first_problem,
+    parquet_schema_problem,
     read_exempting_events,
 )
 from .verdict import ANOMALIES, DEFAULT_SEMANTICS, Verdict
@@ -62,6 +63,10 @@ def check(
     mirrored = is_mirrored(path, meta)
     sends_table = find_table(path, SENDS)
     polls_table = find_table(path, POLLS)
+    for table in (sends_table, polls_table):
+        problem = parquet_schema_problem(table) if table.format == "parquet" else None
+        if problem:
+            raise HistoryError(problem)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
 
     from ..spark import get_spark
