@@ -107,6 +107,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Validate the selected matrices before anything runs: under xdist the controller
+    collects nothing itself, so a worker's error would otherwise surface as a crash."""
+    if not hasattr(session.config, "workerinput"):
+        _matrices(session.config)
+        loaded = session.config.stash.get(_MATRICES, None)
+        if isinstance(loaded, Exception):
+            raise pytest.UsageError(str(loaded))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
     loaded = config.stash.get(_MATRICES, None)

@@ -98,6 +98,16 @@ def test_malformed_matrix_stops_collection_with_one_line(project, matrix_text, e
     assert "passed" not in result.stdout.str()  # nothing ran
 
 
+def test_malformed_matrix_under_xdist_is_one_line_too(project):
+    (project.path / "matrices" / "bad.yaml").write_text("dimensions: {acks: [2]}\n")
+    result = project.runpytest("-q", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in result.errlines if line.strip()] == [
+        f"ERROR: {project.path / 'matrices' / 'bad.yaml'}: dimensions.acks: bad value 2; "
+        "allowed: -1 | all | 1 | 0"]
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
 def test_unknown_matrix_name_is_one_line(project):
     result = project.runpytest("-q", "--kreplica-matrix", "nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -217,3 +227,16 @@ def test_summary_extension_hook(project):
     project.makepyfile(test_cases=textwrap.dedent(SUMMARY_TEST))
     result = project.runpytest("-q", "-k", "not test_broken")
     assert "INDEX 6 rows" in result.stdout.str()
+
+
+def test_plugin_import_stays_light():
+    """Loading the plugin (every pytest run) must not pull in clients, Spark or plotting."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_kreplica.plugin; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'kafka', 'pyspark', "
+            "'matplotlib', 'docker', 'pyarrow', 'yaml', 'allpairspy', 'psutil'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
