@@ -41,6 +41,7 @@ PR_SET_PDEATHSIG = 1
 STATE_FILE = "cluster.json"
 FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
+ARCHIVE_RETRY_AFTER_S = 24 * 3600
 QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
 
 
@@ -175,12 +176,15 @@ class ProcessCluster(AdminCluster):
         t0 = time.monotonic()
         try:
             self._prepare()
+            self.timings["prepare"] = time.monotonic() - t0
+            t1 = time.monotonic()
             if not (self.fast_format and self._format_from_template()):
                 self._format_all()
-            self.timings["format"] = time.monotonic() - t0
+            self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
             for node in self._nodes:
                 self._launch(node)
+            self.timings["launch"] = time.monotonic() - t1
             remaining = timeout - (time.monotonic() - t0)
             self._wait_ready(remaining)
             self.timings["launch_to_ready"] = time.monotonic() - t1
@@ -509,6 +513,8 @@ def ensure_class_data_archive(dist: distribution.Distribution, timeout: float = 
     Any failure leaves a ``.failed`` marker and brokers simply start without an archive."""
     archive = dist.archive_path
     failed = archive.with_suffix(".failed")
+    if failed.exists() and time.time() - failed.stat().st_mtime > ARCHIVE_RETRY_AFTER_S:
+        failed.unlink(missing_ok=True)  # e.g. it timed out on a machine that was overloaded
     if archive.exists() or failed.exists():
         return archive.exists()
     try:

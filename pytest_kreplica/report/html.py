@@ -25,7 +25,7 @@ max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.15em;margin-top:28px;
 border-bottom:1px solid #ddd;padding-bottom:4px}
 .badge{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:600}
-.pass{background:#2e7d32}.fail{background:#c62828}.unknown{background:#757575}
+.pass{background:#2e7d32}.accepted{background:#b26a00}.nowrap{white-space:nowrap}.fail{background:#c62828}.unknown{background:#757575}
 table{border-collapse:collapse;font-size:0.9em;margin:6px 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -243,10 +243,13 @@ def write_index(root: str | Path) -> Path | None:
         report = f"{rel}/{REPORT_FILE}" if (case_dir / REPORT_FILE).exists() else (
             f"{rel}/verdict.json")
         passed = v.get("passed")
+        accepted = passed and v.get("valid") is False and (v.get("tradeoff") or {}).get(
+            "accepted")
+        badge = ('<span class="badge accepted">accepted</span>' if accepted
+                 else _badge(passed, "pass" if passed else "FAIL"))
         rows.append(
             f"<tr><td><a href='{_e(report)}'>{_e(v.get('case') or rel)}</a></td>"
-            f"<td>{_badge(passed, 'pass' if passed else 'FAIL')}</td>"
-            f"<td>{_e(v.get('semantics'))}</td>"
+            f"<td>{badge}</td><td class='nowrap'>{_e(v.get('semantics'))}</td>"
             + "".join(f"<td class='num{' bad' if k in INVALIDATING.get(v.get('semantics'), _ALO) and counts.get(k) else ''}'>"  # noqa: E501
                       f"{_e(counts.get(k))}</td>"
                       for k in ("sent", "acked", "lost", "unseen", "duplicated"))

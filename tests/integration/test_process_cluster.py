@@ -223,8 +223,9 @@ def test_kafka_3_9_cluster_with_the_storage_tool(tmp_path):
     assert marked_pids(c.workdir) == []
 
 
-def kreplica(*args: str, **kwargs) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+def kreplica(*args: str, extra_env: dict[str, str] | None = None,
+             **kwargs) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **(extra_env or {}))
     kwargs.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, "-m", "pytest_kreplica.cli", *args], env=env,
                             stdout=subprocess.PIPE, text=True, **kwargs)
@@ -297,3 +298,19 @@ def test_cli_bad_version_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert err.count("\n") == 1 and "4.99.0" in err and "Traceback" not in err
     assert not (tmp_path / "x").exists()
+
+
+def test_unreachable_repository_is_one_line(tmp_path):
+    """An empty cache and a Maven mirror nobody listens on: one line saying what to fix."""
+    home = tmp_path / "home"
+    (home / ".m2").mkdir(parents=True)
+    (home / ".m2" / "settings.xml").write_text(
+        "<settings><mirrors><mirror><id>dead</id><mirrorOf>*</mirrorOf>"
+        "<url>http://127.0.0.1:9/maven2</url></mirror></mirrors></settings>")
+    env = {"KREPLICA_CACHE": str(tmp_path / "cache"), "MAVEN_OPTS": f"-Duser.home={home}"}
+    proc = kreplica("fetch", "--version", "4.3.1", extra_env=env)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 2
+    assert err.count("\n") == 1 and "Traceback" not in err and "\x1b" not in err
+    assert "cannot download Kafka 4.3.1" in err and "settings.xml" in err
+    assert not list((tmp_path / "cache").glob("kafka/*/*/.complete"))
