@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import struct
@@ -134,34 +135,42 @@ def main() -> int:
                     while h.read(64 << 20):
                         pass
             one = SegmentScanner(files[0])
+            cpu = time.process_time()
             t_one = timed(lambda one=one: sum(1 for _ in one))
-            print(f"  batch reader, one core, one file: {one.size / t_one / 1e6:.0f} MB/s, "
-                  f"{one.batches / t_one / 1e3:.0f} k batches/s "
+            cpu = time.process_time() - cpu
+            print(f"  batch reader, one file in this process: {one.size / t_one / 1e6:.0f} MB/s "
+                  f"wall, {one.size / cpu / 1e6:.0f} MB/s of CPU time, "
+                  f"{one.batches / cpu / 1e3:.0f} k batches per CPU second "
                   f"({one.batches} batches)", flush=True)
-            sha, ver = [], []
+            sha, ver, sha_cpu = [], [], []
             verdict = None
             for i in range(args.runs):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 sha.append(timed(lambda files=files: subprocess.run(
                     ["sha256sum", *map(str, files)], check=True, stdout=subprocess.DEVNULL)))
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                sha_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime
+                               - before.ru_stime)
 
                 def verify(run=run):
                     nonlocal verdict
                     verdict = verify_logs(run, spark=spark)
                 ver.append(timed(verify))
-                print(f"  run {i + 1}: sha256sum {sha[-1]:.1f} s, verify-logs {ver[-1]:.1f} s",
-                      flush=True)
+                print(f"  run {i + 1}: sha256sum {sha[-1]:.1f} s ({sha_cpu[-1]:.1f} s CPU), "
+                      f"verify-logs {ver[-1]:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
             assert verdict is not None and verdict.valid, verdict.summary()
             assert verdict.counts["bytes"] == size
             s, v = statistics.median(sha), statistics.median(ver)
-            results.append((kind, size, verdict.counts["batches"], s, v))
+            results.append((kind, size, verdict.counts["batches"], s, v,
+                            statistics.median(sha_cpu)))
             shutil.rmtree(run)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         stop_spark()
-    print("\nset        GiB   batches      sha256sum MB/s  verify-logs MB/s  ratio")
-    for kind, size, batches, s, v in results:
-        print(f"{kind:9s} {size / (1 << 30):5.2f} {batches:10d}  {size / s / 1e6:14.0f}  "
-              f"{size / v / 1e6:16.0f}  {s / v:5.2f}")
+    print("\nset        GiB   batches      sha256sum MB/s (per CPU s)  verify-logs MB/s  ratio")
+    for kind, size, batches, s, v, c in results:
+        print(f"{kind:9s} {size / (1 << 30):5.2f} {batches:10d}  {size / s / 1e6:14.0f} "
+              f"({size / c / 1e6:5.0f})  {size / v / 1e6:16.0f}  {s / v:5.2f}")
     print(f"(medians of {args.runs}; load average now {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores)")
     return 0

@@ -338,3 +338,48 @@ def test_id_above_the_high_watermark_is_not_in_log(written, run):
     assert found["counts"] == {"in_log": 1, "not_in_log": 1, "undecodable_batches": 0}
     assert found["examples"]["not_in_log"] == [{"id": rid}]
     assert load_layout(run).partitions[0].high_watermark == acked[0][rid]
+
+
+# -- wiring: the checker and the case runner --------------------------------------------------
+def write_history(run: Path, acked: dict[str, int], not_polled: str, ghost: str) -> None:
+    """sends: every acknowledged id of partition 0 plus ``ghost`` (acknowledged past the log
+    end); polls: all of them but ``not_polled`` and ``ghost``."""
+    sends, polls = [], []
+    for i, (rid, offset) in enumerate(sorted(acked.items(), key=lambda kv: kv[1])):
+        sends.append({"process": 0, "topic": TOPIC, "partition": 0, "id": rid,
+                      "offset": offset, "status": "ok", "invoke_ns": i, "complete_ns": i + 1,
+                      "error": None})
+        if rid != not_polled:
+            polls.append({"process": 1, "poll": i, "topic": TOPIC, "partition": 0,
+                          "offset": offset, "id": rid, "time_ns": i + 2})
+    sends.append({"process": 0, "topic": TOPIC, "partition": 0, "id": ghost,
+                  "offset": 10_000, "status": "ok", "invoke_ns": 10**6, "complete_ns": 10**6,
+                  "error": None})
+    for name, rows in (("sends", sends), ("polls", polls)):
+        (run / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_check_tells_lost_by_the_broker_from_missed_by_the_consumer(written, run):
+    from pytest_kreplica.checker import check
+
+    acked = written[1][0]
+    write_history(run, acked, not_polled="none-200", ghost="ghost-1")
+    verdict = check(run, "at-least-once")
+    counts = verdict.counts
+    assert (counts["lost"], counts["unseen"]) == (1, 1), counts
+    assert (counts["in_log"], counts["not_in_log"]) == (1, 1), counts
+    [kept] = verdict.examples["in_log"]
+    assert kept["id"] == "none-200"
+    assert {(f["node"], f["offset"]) for f in kept["found"]} == {
+        (n, acked["none-200"]) for n in (1, 2, 3)}
+    assert [e["id"] for e in verdict.examples["not_in_log"]] == ["ghost-1"]
+
+
+def test_case_runner_replica_check_on_the_live_cluster(cluster, written, tmp_path):
+    from pytest_kreplica.scenario import verify_replicas
+
+    check = verify_replicas(cluster, [TOPIC], len(CODECS), tmp_path)
+    assert check.valid and check.at_rest, check.as_dict()
+    assert check.logs["counts"]["corrupt_batches"] == 0
+    assert check.segments == len(list(tmp_path.glob("replicas/*/*/*.log")))
+    assert json.loads((tmp_path / "replicas.json").read_text())["at_rest"] is True
