@@ -103,9 +103,15 @@ def find_java() -> str:
         raise EnvironmentProblem(
             "Java 17 or newer not found: install a JDK (e.g. apt-get install "
             "openjdk-17-jdk-headless) or set JAVA_HOME")
+    release = Path(candidate).resolve().parent.parent / "release"  # saves a JVM start
     try:
-        out = subprocess.run([candidate, "-version"], capture_output=True, text=True,
-                             timeout=60).stderr
+        out = release.read_text().replace("JAVA_VERSION=", "version ")
+    except OSError:
+        out = ""
+    try:
+        if not re.search(r'version "\d', out):
+            out = subprocess.run([candidate, "-version"], capture_output=True, text=True,
+                                 timeout=60).stderr
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentProblem(f"cannot run {candidate} -version ({exc}): fix or set JAVA_HOME") \
             from exc
@@ -130,7 +136,8 @@ def find_maven() -> str:
 
 
 def _run_maven(args: list[str], cwd: Path, offline: bool) -> None:
-    cmd = [find_maven(), "-B", "-q", f"-Dmaven.repo.local={cache_dir() / 'm2'}"]
+    cmd = [find_maven(), "-B", "-q", "-Dstyle.color=never",
+           f"-Dmaven.repo.local={cache_dir() / 'm2'}"]
     if offline:
         cmd.append("-o")
     env = dict(os.environ)
@@ -155,7 +162,7 @@ class MavenFailed(Exception):
         self.output = output
 
     def summary(self) -> str:
-        for line in self.output.splitlines():
+        for line in re.sub(r"\x1b\[[0-9;]*m", "", self.output).splitlines():
             if "[ERROR]" in line and line.strip() != "[ERROR]":
                 return line.replace("[ERROR]", "").strip()[:300]
         return (self.output.strip().splitlines() or ["(no output)"])[-1][:300]
@@ -405,8 +412,10 @@ def _check_version(version: str) -> None:
     if not known:
         try:
             known = available_versions(refresh=True)["kafka_2.13"]
-        except MavenFailed:
-            return  # offline and never listed: let copy-dependencies decide
+        except MavenFailed as exc:
+            if exc.unreachable():
+                raise _maven_problem(exc, f"Kafka {version}") from None
+            return  # let copy-dependencies decide
     if version not in known:
         newest = [v for v in known if major(v) >= 3][-8:]
         raise InputError(f"Kafka version {version} is not on Maven Central for "

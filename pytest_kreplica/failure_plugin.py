@@ -39,51 +39,12 @@ class FailurePlugin:
     def pytest_kreplica_case_hooks(self, config: pytest.Config, case: Any, hooks: Any) -> None:
         if case.failure == "none":
             return
-        if case.failure == "partition":
-            def unsupported(ctx: Any) -> None:
-                raise NotImplementedError(
-                    "failure partition (network cut) is not implemented by the nemesis yet; "
-                    "allowed here: clean | hard | soft | random")
-            hooks.during_produce.append(unsupported)
-            return
         if case.target == "mirror-maker":
             return  # the two-cluster scenario drives MirrorMaker faults itself
-        done = threading.Event()
-        say = self._progress_sink(case)
         duration = case.duration  # only duration-bounded (soak) cases take the override
         if duration is not None and self.duration is not None:
             duration = self.duration
-
-        def nemesis(ctx: Any) -> None:
-            from .nemesis import Nemesis, scenario_checks
-
-            plan = fault_plan(case, duration)
-            partitions = [(t, p) for t in ctx.topics for p in range(case.partitions)]
-            nem = Nemesis(ctx.cluster, ctx.writer, plan, partitions,
-                          progress=lambda msg: say(ctx, msg))
-            ctx.extra["fault_plan"] = plan.to_dict()
-            ticker = _Ticker(ctx, nem, say)
-            try:
-                nem.run(stop=ctx.stop)
-            finally:
-                done.set()
-                ticker.stop()
-                records = [r.to_dict() for r in nem.records]
-                elections = [r["election_s"] for r in records if r["election_s"] is not None]
-                ctx.extra["faults"] = records
-                ctx.extra["election_s"] = elections
-                ctx.extra["election_max_s"] = max(elections) if elections else None
-                ctx.extra["checks"] = scenario_checks(
-                    nem.records, unclean_leader_election=case.unclean_leader_election)
-
-        nemesis.__name__ = f"nemesis({case.failure} {case.target})"
-        if case.fault_timing == "consume":
-            hooks.during_consume.append(nemesis)
-        else:
-            hooks.during_produce.append(nemesis)
-            hooks.keep_producing.append(lambda: not done.is_set())
-            if case.producer_mode == "async" and hooks.produce_rate is None:
-                hooks.produce_rate = ASYNC_FAULT_RATE
+        add_nemesis(case, hooks, say=self._progress_sink(case), duration=duration)
 
     def _progress_sink(self, case: Any):
         """Progress goes to the case's progress.log, and to the terminal when this process
@@ -138,6 +99,49 @@ class FailurePlugin:
             terminalreporter.write_line(f"kreplica report index: {index}")
 
 
+def add_nemesis(case: Any, hooks: Any, *, say: Any = None, duration: float | None = None
+                ) -> None:
+    """Put a nemesis for ``case`` into ``hooks`` (a ``scenario.CaseHooks``): it runs in the
+    produce phase (or the consume phase, ``fault_timing: consume``), the producer keeps
+    sending until its faults are done, and its records, elections and scenario checks go
+    into the case's verdict.json through ``ctx.extra``."""
+    done = threading.Event()
+    say = say or (lambda ctx, message: None)
+    if duration is None:
+        duration = case.duration
+
+    def nemesis(ctx: Any) -> None:
+        from .nemesis import Nemesis, scenario_checks
+
+        plan = fault_plan(case, duration)
+        partitions = [(t, p) for t in ctx.topics for p in range(case.partitions)]
+        nem = Nemesis(ctx.cluster, ctx.writer, plan, partitions,
+                      progress=lambda msg: say(ctx, msg))
+        ctx.extra["fault_plan"] = plan.to_dict()
+        ticker = _Ticker(ctx, nem, say)
+        try:
+            nem.run(stop=ctx.stop)
+        finally:
+            done.set()
+            ticker.stop()
+            records = [r.to_dict() for r in nem.records]
+            elections = [r["election_s"] for r in records if r["election_s"] is not None]
+            ctx.extra["faults"] = records
+            ctx.extra["election_s"] = elections
+            ctx.extra["election_max_s"] = max(elections) if elections else None
+            ctx.extra["checks"] = scenario_checks(
+                nem.records, unclean_leader_election=case.unclean_leader_election)
+
+    nemesis.__name__ = f"nemesis({case.failure} {case.target})"
+    if case.fault_timing == "consume":
+        hooks.during_consume.append(nemesis)
+    else:
+        hooks.during_produce.append(nemesis)
+        hooks.keep_producing.append(lambda: not done.is_set())
+        if case.producer_mode == "async" and hooks.produce_rate is None:
+            hooks.produce_rate = ASYNC_FAULT_RATE
+
+
 class _Ticker:
     """Every ``PROGRESS_EVERY_S``: sent / acked / consumed and the next fault."""
 
@@ -152,8 +156,12 @@ class _Ticker:
             stats, consumer = ctx.stats, ctx.consumer
             sent, acked = getattr(stats, "sent", "?"), getattr(stats, "ok", "?")
             consumed = getattr(consumer, "polled", "?")
-            say(ctx, f"sent {sent}, acked {acked}, consumed {consumed}; faults done "
-                     f"{len(nem.records)}; next: {nem.next_fault or 'none'}")
+            if nem.current_fault:
+                faults = f"fault in progress: {nem.current_fault}"
+            else:
+                faults = f"next fault: {nem.next_fault or 'none'}"
+            say(ctx, f"sent {sent}, acked {acked}, consumed {consumed}; "
+                     f"{len(nem.records)} fault(s) struck; {faults}")
 
     def stop(self) -> None:
         self._stop.set()

@@ -169,6 +169,20 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
     Dimension("kafka_version", _kafka_version, None,
               lambda v: "kdefault" if v is None else f"k{v}", _kafka_markers,
               (None, "3.9.0"), doc="default = newest 4.x with every artifact published"),
+    # two-cluster and version dimensions (issue 8: mirrored runs, version compatibility)
+    Dimension("target_kafka_version", _kafka_version, None,
+              lambda v: "tkdefault" if v is None else f"tk{v}", _kafka_markers,
+              doc="the second version: the mirror target's, or the version a rolling upgrade "
+                  "goes to (default = newest 4.x with every artifact published)"),
+    Dimension("replication_policy", _choice("default", "identity"), "default",
+              lambda v: f"policy-{v}", lambda v: [f"policy_{v}"], ("default", "identity"),
+              doc="MirrorMaker 2 topic names on the target: default prefixes the source "
+                  "alias (source.t), identity keeps t"),
+    Dimension("compat", _choice("mirror-pair", "upgrade"), "mirror-pair", lambda v: v,
+              lambda v: ["upgrade"] if v == "upgrade" else [],
+              ("mirror-pair", "upgrade"),
+              doc="version-compat form: a mirrored pair of two versions, or a rolling "
+                  "upgrade of one cluster from kafka_version to target_kafka_version"),
     Dimension("backend", _choice(*BACKENDS), "process", lambda v: v,
               lambda v: [f"backend_{v}"], BACKENDS, doc="cluster backend"),
     # failure dimensions (issue 4 drives the faults; validated here)
@@ -356,6 +370,11 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise _fail(path, f"{where}.target",
                     f"{p['target']} needs replication_factor >= 2 (rf 1 has no follower); "
                     "allowed: leader | controller, or replication_factor >= 2")
+    if p["failure"] == "partition" and p["backend"] != "docker":
+        raise _fail(path, f"{where}.failure",
+                    f"partition needs backend docker (--kreplica-backend docker or "
+                    f"backend: [docker]), got backend {p['backend']}; allowed on "
+                    f"{p['backend']}: none | clean | hard | soft | random")
     if p["failure"] != "none" and p["target"] == "mirror-maker" and scenario != "mirror":
         raise _fail(path, f"{where}.target",
                     f"mirror-maker needs scenario mirror, got {scenario}; allowed: "

@@ -9,7 +9,8 @@ time until metadata names a new leader outside the victim is measured (test case
 the new leader is checked against the ISR seen just before the fault.
 
 Event kinds written (``shared/HISTORY.md`` events table): ``terminate`` / ``kill`` /
-``pause`` at the strike, ``resume`` / ``start`` at the restore, and two observations the
+``pause`` / ``partition`` at the strike, ``resume`` / ``start`` / ``heal`` at the restore
+(partition: docker backend only), and two observations the
 report draws on its timeline: ``elect`` (a new leader outside the victim, with the election
 time) and ``recovered`` (every replica back in sync).
 """
@@ -36,12 +37,16 @@ from .errors import ClusterError, InputError
 
 FAILURES = ("clean", "hard", "soft")  # the B.2 failure types the nemesis applies
 TARGETS = ("leader", "follower", "controller")
+# targets that are components beside the cluster; their nemesis lives with the component
+# (``pytest_kreplica.mirror.MirrorNemesis``), never drawn by ``random``
+COMPONENT_TARGETS = ("mirror-maker",)
 RANDOM = "random"  # failure or target drawn per fault from the seed (C.8 soak runs)
+PARTITION = "partition"  # cut off from its peers (docker backend only: never drawn at random)
 
 # strike method of the Cluster API and the event kind written for each failure type
 STRIKE = {"clean": ("terminate", "terminate"), "hard": ("kill", "kill"),
-          "soft": ("pause", "pause")}
-RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume"}
+          "soft": ("pause", "pause"), PARTITION: ("partition", "partition")}
+RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume", PARTITION: "heal"}
 
 # An election slower than this fails the C.2 check: the tuned cluster settings
 # (KAFKA-NOTES "Faults") fail a leader over in about 3 s, the defaults in about 9 s.
@@ -127,8 +132,8 @@ class FaultPlan:
     target_choices: tuple[str, ...] = TARGETS
 
     def __post_init__(self) -> None:
-        for key, value, allowed in (("failure", self.failure, FAILURES),
-                                    ("target", self.target, TARGETS)):
+        for key, value, allowed in (("failure", self.failure, (*FAILURES, PARTITION)),
+                                    ("target", self.target, TARGETS + COMPONENT_TARGETS)):
             if value not in (*allowed, RANDOM):
                 raise InputError(f"nemesis: {key} {value!r} is not allowed; allowed: "
                                  f"{', '.join((*allowed, RANDOM))}")
@@ -188,7 +193,8 @@ class Nemesis:
         self.recovery_timeout = recovery_timeout
         self.progress = progress or (lambda _msg: None)
         self.records: list[FaultRecord] = []
-        self.next_fault: str | None = None
+        self.next_fault: str | None = None  # planned, not struck yet
+        self.current_fault: str | None = None  # struck, not recovered yet
         self._abort = threading.Event()
 
     # -- running ------------------------------------------------------------------------
@@ -211,7 +217,9 @@ class Nemesis:
             self.progress(f"next fault {spec.describe()}")
             if self._abort.wait(spec.delay_s):
                 break
+            self.next_fault, self.current_fault = None, spec.describe()
             record = self.run_fault(spec)
+            self.current_fault = None
             if record.error:
                 raise ClusterError(f"nemesis fault {spec.describe()}: {record.error}")
         self.next_fault = None
@@ -337,6 +345,8 @@ class Nemesis:
                               detail=f"fault #{spec.index}: restore node {rec.node}")
             if kind == "resume":
                 self.cluster.resume(rec.node)
+            elif kind == "heal":
+                self.cluster.heal(rec.node)
             else:
                 self.cluster.start_node(rec.node, timeout=self.recovery_timeout)
             self.cluster.wait_healthy(self.topics, timeout=self.recovery_timeout)

@@ -39,7 +39,8 @@ def spec_key(spec: ClusterSpec) -> str:
     """A short, stable label for a spec (group names, directory names)."""
     version = spec.kafka_version or "default"
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
-    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}"
+    role = f"-{spec.role}" if getattr(spec, "role", "") else ""
+    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}"
 
 
 class ClusterPool:

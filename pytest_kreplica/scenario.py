@@ -71,20 +71,52 @@ class CaseHooks:
 
 @dataclass
 class ReplicaCheck:
-    """First form of the replica-log check: closed segments compared by sha256."""
+    """The replica-log check. With ``logs`` (``kreplica verify-logs``' verdict: replicas
+    compared batch by batch) it is valid when no batch is corrupt, missing or divergent;
+    without it (the interim form, closed segments compared by sha256) when no closed
+    segment differs."""
 
     at_rest: bool
-    segments: int  # closed segments compared (on every replica)
-    mismatches: list[dict[str, Any]]
+    segments: int  # segments read (batch check) / closed segments compared (interim form)
+    mismatches: list[dict[str, Any]]  # closed segments whose sha256 differ
     skipped: str | None = None
+    logs: dict[str, Any] | None = None  # LogVerdict.to_dict() without the per-file list
 
     @property
     def valid(self) -> bool:
-        return self.skipped is not None or not self.mismatches
+        if self.skipped is not None:
+            return True
+        if self.logs is not None:
+            return bool(self.logs["valid"])
+        return not self.mismatches
 
     def as_dict(self) -> dict[str, Any]:
-        return {"valid": self.valid, "at_rest": self.at_rest, "segments": self.segments,
-                "mismatches": self.mismatches, "skipped": self.skipped}
+        out = {"valid": self.valid, "at_rest": self.at_rest, "segments": self.segments,
+               "mismatches": self.mismatches, "skipped": self.skipped}
+        if self.logs is not None:
+            out.update(counts=self.logs["counts"],
+                       first_divergence=self.logs["first_divergence"],
+                       examples=self.logs["examples"])
+        return out
+
+    def failure_lines(self, run_dir: Path) -> list[str]:
+        if self.logs is None:
+            return [f"replicas: expected equal closed segments on every replica, "
+                    f"{len(self.mismatches)} differ: {json.dumps(self.mismatches[:5])}"]
+        counts = self.logs["counts"]
+        bad = ("corrupt_batches", "missing_batches", "divergent_batches")
+        lines = ["replicas: expected no corrupt, missing or divergent batches; seen "
+                 + ", ".join(f"{k} {counts[k]}" for k in bad)]
+        for d in self.logs["first_divergence"]:
+            lines.append(f"  first divergence {d['topic']}-{d['partition']} at offset "
+                         f"{d['offset']} ({d['kind']}), stored crc by node: "
+                         f"{json.dumps(d['replicas'])}")
+        for name in bad:
+            rows = self.logs["examples"].get(name) or []
+            if rows:
+                lines.append(f"  {name} e.g. {json.dumps(rows[:5], default=str)}")
+        lines.append(f"  replica logs: {run_dir / 'replicas'} (kreplica verify-logs {run_dir})")
+        return lines
 
 
 @dataclass
@@ -110,8 +142,15 @@ class CaseResult:
 
     @property
     def valid(self) -> bool:
-        return (bool(self.verdict.valid) and self.replica.valid and not self.hook_errors
+        return (self.history_accepted and self.replica.valid and not self.hook_errors
                 and not self.failed_checks)
+
+    @property
+    def history_accepted(self) -> bool:
+        """The checker's verdict, or an at-most-once case whose only invalidating anomaly is
+        the offset reuse its own data loss causes (``tradeoffs``; explained in verdict.json)."""
+        tradeoff = self.extra.get("tradeoff") or {}
+        return bool(self.verdict.valid) or bool(tradeoff.get("accepted"))
 
     def summary(self) -> dict[str, Any]:
         """The JSON row for the summary table (scalar extras only: faults stay in
@@ -119,7 +158,8 @@ class CaseResult:
         scalars = {k: v for k, v in self.extra.items()
                    if isinstance(v, str | int | float | bool) or v is None}
         return {**scalars, "case_id": self.case.case_id, "matrix": self.case.matrix,
-                "verdict": "valid" if self.valid else "invalid",
+                "verdict": ("valid" if self.verdict.valid else "accepted") if self.valid
+                else "invalid",
                 "history_valid": bool(self.verdict.valid), "replicas_valid": self.replica.valid,
                 "semantics": self.case.semantics, "counts": dict(self.verdict.counts),
                 "duration_s": round(sum(self.phases.values()), 3), "phases": self.phases,
@@ -127,7 +167,7 @@ class CaseResult:
 
     def failure_message(self) -> str:
         lines = [f"case {self.case.case_id} ({self.case.semantics}) is not valid"]
-        if not self.verdict.valid:
+        if not self.history_accepted:
             bad = self.verdict.failures()
             lines.append("history: expected no " + ", ".join(bad) + "; seen "
                          + ", ".join(f"{n} {self.verdict.counts[n]}" for n in bad))
@@ -135,9 +175,7 @@ class CaseResult:
                 rows = self.verdict.examples.get(name) or []
                 lines.append(f"  {name} e.g. {json.dumps(rows[:10], default=str)}")
         if not self.replica.valid:
-            lines.append(f"replicas: expected equal closed segments on every replica, "
-                         f"{len(self.replica.mismatches)} differ: "
-                         f"{json.dumps(self.replica.mismatches[:5])}")
+            lines.extend(self.replica.failure_lines(self.run_dir))
         for check in self.failed_checks:
             lines.append(f"check {check.get('name')}: {check.get('detail')}")
         if self.hook_errors:
@@ -263,13 +301,20 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
         extra["unseen_after_drain"] = len(missing)
     with phases.timed("replicas"):
         if replica_check:
-            replica = snapshot_and_compare(cluster, topics, case.partitions, run_dir)
+            replica = verify_replicas(cluster, topics, case.partitions, run_dir,
+                                      spark_master)
         else:
             replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
     with phases.timed("validation"):
         from .checker import check
 
         verdict = check(run_dir, case.semantics, spark_master=spark_master)
+        if not verdict.valid:
+            from .tradeoffs import judge
+
+            tradeoff = judge(case.semantics, dict(verdict.counts), run_dir)
+            if tradeoff is not None:
+                extra["tradeoff"] = tradeoff
     result = CaseResult(case, run_dir, verdict, replica, dict(phases),
                         {n: str(p) for n, p in cluster.log_files().items()}, extra)
     meta.update(end_time=time.time(), phases=dict(phases))
@@ -340,6 +385,23 @@ def wait_at_rest(cluster: Any, topics: list[str], partitions: int,
         if at_rest or time.monotonic() >= deadline:
             return at_rest, states
         time.sleep(0.2)
+
+
+def verify_replicas(cluster: Any, topics: list[str], partitions: int, run_dir: Path,
+                    spark_master: str | None = None) -> ReplicaCheck:
+    """Snapshot every replica's log at rest into ``run_dir`` (``replicas.snapshot``) and
+    compare them batch by batch on Spark (``replicas.verify``: HISTORY.md "Replica logs")."""
+    from .cluster.base import TopicSpec
+    from .replicas.snapshot import snapshot_replicas
+    from .replicas.verify import verify_logs
+
+    snapshot_replicas(cluster, [TopicSpec(t, partitions) for t in topics], run_dir,
+                      timeout=REST_TIMEOUT)
+    verdict = verify_logs(run_dir, spark_master=spark_master)
+    logs = verdict.to_dict()
+    logs.pop("segments")  # per-file sha256 list: ``kreplica verify-logs RUN_DIR --json``
+    return ReplicaCheck(verdict.at_rest, verdict.counts["segments"],
+                        verdict.examples.get("segment_mismatches") or [], logs=logs)
 
 
 def snapshot_and_compare(cluster: Any, topics: list[str], partitions: int,

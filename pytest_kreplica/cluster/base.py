@@ -29,12 +29,15 @@ class ClusterSpec:
     kafka_version: str | None = None  # None: the newest version whose artifacts all exist
     broker_config: tuple[tuple[str, str], ...] = ()  # extra server.properties, sorted pairs
     backend: str = "process"
+    # tells apart clusters a case needs several of (mirrored runs: "source" / "target");
+    # "" for the single cluster of an ordinary case
+    role: str = ""
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)
         merged.update({k.replace("_", "."): str(v) for k, v in settings.items()})
         return ClusterSpec(self.brokers, self.kafka_version, tuple(sorted(merged.items())),
-                           self.backend)
+                           self.backend, self.role)
 
 
 @dataclass
@@ -193,7 +196,31 @@ class Cluster(abc.ABC):
 
     @abc.abstractmethod
     def start_node(self, node_id: int, timeout: float = 60.0) -> None:
-        """Start a stopped node on its old log dir and wait until it is registered again."""
+        """Start a stopped (or resume a paused) node on its old log dir and wait until it
+        is registered again."""
+
+    def partition(self, node_id: int, from_clients: bool = False) -> None:
+        """Network failure: cut the node off from every other node (and from clients when
+        ``from_clients``) while its process keeps running. Only the docker backend can."""
+        raise self._no_partitions()
+
+    def heal(self, node_id: int | None = None, timeout: float = 60.0) -> None:
+        """Undo faults. With ``node_id``: that node's ``partition`` (its links work again).
+        Without: every fault (paused nodes resumed, stopped ones started), then the health
+        gate."""
+        if node_id is not None:
+            raise self._no_partitions()
+        for node in self.nodes:
+            if self.node_state(node.node_id) is not NodeState.RUNNING:
+                self.start_node(node.node_id, timeout)
+        self.wait_healthy(timeout=timeout)
+
+    def _no_partitions(self) -> Exception:
+        from ..errors import InputError
+
+        return InputError(f"failure type 'partition' needs the docker backend "
+                          f"(--kreplica-backend docker); this cluster's backend is "
+                          f"{self.spec.backend!r}")
 
     def stop(self, node_id: int, timeout: float = 30.0) -> None:
         self.terminate(node_id, timeout)

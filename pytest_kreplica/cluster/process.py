@@ -17,62 +17,33 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from .. import distribution
 from ..errors import ClusterError, NodeError
 from . import config as kconfig
 from . import ports as kports
 from . import reaper
-from .base import Cluster, ClusterSpec, Node, NodeState, PartitionState, TopicSpec
+from .admin import POLL_S, AdminCluster, NotYet, _wait_until
+from .base import ClusterSpec, Node, NodeState, TopicSpec
 
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 PR_SET_PDEATHSIG = 1
 STATE_FILE = "cluster.json"
-POLL_S = 0.1
-ADMIN_REQUEST_TIMEOUT_MS = 5000
 FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
-DEBUG_REPLICA_ID = -2  # ListOffsets from a debugging client: followers answer with their LEO
+QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
 
 
-class NotYet(Exception):
-    """An observed state is not the expected one yet (tenacity retries on it)."""
-
-
-def _wait_until(check: Callable[[], Any], timeout: float, what: str,
-                describe_failure: Callable[[str], Exception]) -> Any:
-    """Poll ``check`` until it returns without raising ``NotYet``; raise the exception built
-    by ``describe_failure(last_seen)`` at the deadline."""
-    last: list[str] = ["nothing observed yet"]
-
-    def attempt() -> Any:
-        try:
-            return check()
-        except NotYet as exc:
-            last[0] = str(exc)
-            raise
-
-    try:
-        for retry in Retrying(stop=stop_after_delay(max(timeout, 0.0)), wait=wait_fixed(POLL_S),
-                              retry=retry_if_exception_type(NotYet), reraise=False):
-            with retry:
-                return attempt()
-    except RetryError:
-        raise describe_failure(f"waited {timeout:.0f} s for {what}; last seen: {last[0]}") \
-            from None
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # -- launching ---------------------------------------------------------------------------------
@@ -135,12 +106,12 @@ class _Launcher:
 
 # -- the backend -------------------------------------------------------------------------------
 
-class ProcessCluster(Cluster):
+class ProcessCluster(AdminCluster):
     """A KRaft cluster of local JVMs on 127.0.0.1 (see module docstring)."""
 
     def __init__(self, spec: ClusterSpec, workdir: Path | str, *, detached: bool = False,
                  use_archive: bool = True, heap_mb: int = 256, tuned: bool = True,
-                 extra_jvm_flags: tuple[str, ...] = ()):
+                 extra_jvm_flags: tuple[str, ...] = (), fast_format: bool = True):
         if spec.brokers < 1:
             raise ClusterError(f"a cluster needs at least 1 broker, got brokers={spec.brokers}")
         self.spec = spec
@@ -150,6 +121,7 @@ class ProcessCluster(Cluster):
         self.heap_mb = heap_mb
         self.tuned = tuned
         self.extra_jvm_flags = tuple(extra_jvm_flags)
+        self.fast_format = fast_format
         self.dist: distribution.Distribution | None = None
         self.kafka_version: str | None = spec.kafka_version
         self.cluster_id: str | None = None
@@ -187,23 +159,6 @@ class ProcessCluster(Cluster):
             info["nodes"][str(n.node_id)]["pid"] = n.pid
         return info
 
-    def _logs_hint(self, node_ids: list[int] | None = None) -> str:
-        chosen = [n for n in self._nodes if node_ids is None or n.node_id in node_ids]
-        return "logs: " + ", ".join(f"node {n.node_id} {n.log_file}" for n in chosen)
-
-    def _last_error_line(self, node: Node) -> str:
-        try:
-            with open(node.log_file, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 64 * 1024))
-                lines = fh.read().decode(errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        for line in reversed(lines):
-            if " ERROR " in line or "Exception" in line or line.startswith("Error"):
-                return line.strip()[:300]
-        return (lines[-1].strip()[:300] if lines else "(empty log)")
-
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> None:
         """Resolve jars, claim ports, format storage and start every node in parallel; return
@@ -220,11 +175,15 @@ class ProcessCluster(Cluster):
         t0 = time.monotonic()
         try:
             self._prepare()
-            self._format_all()
-            self.timings["format"] = time.monotonic() - t0
+            self.timings["prepare"] = time.monotonic() - t0
+            t1 = time.monotonic()
+            if not (self.fast_format and self._format_from_template()):
+                self._format_all()
+            self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
             for node in self._nodes:
                 self._launch(node)
+            self.timings["launch"] = time.monotonic() - t1
             remaining = timeout - (time.monotonic() - t0)
             self._wait_ready(remaining)
             self.timings["launch_to_ready"] = time.monotonic() - t1
@@ -271,6 +230,23 @@ class ProcessCluster(Cluster):
             return _Launcher.get().popen(cmd, die_with_parent=not self.detached,
                                          stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=str(log_path.parent))
+
+    def _format_from_template(self) -> bool:
+        """Format every node by copying the version's bootstrap checkpoint (made once by the
+        real StorageTool) and writing ``meta.properties``: what ``format`` writes, without a
+        JVM per node. False when no template can be had (then the real tool runs)."""
+        assert self.dist is not None and self.cluster_id is not None
+        if any(k.startswith("unstable.") for k, _ in self.spec.broker_config):
+            return False  # unstable feature flags change what format writes
+        template = ensure_format_template(self.dist)
+        if template is None:
+            return False
+        for node in self._nodes:
+            shutil.copyfile(template, node.log_dir / template.name)
+            (node.log_dir / "meta.properties").write_text(
+                f"version=1\ncluster.id={self.cluster_id}\nnode.id={node.node_id}\n"
+                f"directory.id={kconfig.new_cluster_id()}\n")
+        return True
 
     def _format_all(self) -> None:
         """Format every node's storage in parallel (StorageTool, same class in 3.9 and 4.x)."""
@@ -322,209 +298,6 @@ class ProcessCluster(Cluster):
                     f"node {node.node_id} exited with code {proc.returncode} (expected: running); "
                     f"last log line: {self._last_error_line(node)}; log: {node.log_file}",
                     node.node_id, str(node.log_file))
-
-    def _wait_ready(self, timeout: float) -> None:
-        expected = len(self._nodes)
-
-        def ready() -> None:
-            self._check_alive()
-            seen = self._registration()
-            if seen != "ok":
-                raise NotYet(seen)
-
-        try:
-            _wait_until(ready, timeout, f"{expected} unfenced brokers and a quorum leader",
-                        lambda msg: ClusterError(f"cluster in {self.workdir} not ready: {msg}; "
-                                                 f"{self._logs_hint()}"))
-        except NodeError as exc:
-            raise ClusterError(f"cluster in {self.workdir} did not start: {exc}; "
-                               f"{self._logs_hint()}") from None
-
-    def _registration(self, node_ids: list[int] | None = None) -> str:
-        """'ok' when the given (default: all) nodes are unfenced brokers and the quorum has a
-        leader; otherwise a description of what was seen."""
-        wanted = {n.node_id for n in self._nodes} if node_ids is None else set(node_ids)
-        try:
-            admin = self._admin()
-            cluster = admin.describe_cluster()
-            unfenced = {b["broker_id"] for b in cluster.get("brokers", [])
-                        if not b.get("is_fenced", False)}
-            if not wanted <= unfenced:
-                return f"unfenced brokers {sorted(unfenced)}, expected {sorted(wanted)}"
-            leader = self._quorum_leader(admin)
-            if leader is None or leader < 0:
-                return "no quorum leader yet"
-            return "ok"
-        except NotYet as exc:
-            return str(exc)
-        except Exception as exc:  # client errors while the cluster forms: keep polling
-            self._invalidate_admin()
-            return f"admin client error: {type(exc).__name__}: {exc}"
-
-    # -- admin client --------------------------------------------------------------------------
-    def _live_nodes(self) -> list[Node]:
-        return [n for n in self._nodes if self.node_state(n.node_id) is NodeState.RUNNING]
-
-    def _invalidate_admin(self) -> None:
-        with self._lock:
-            client, self._admin_client, self._admin_key = self._admin_client, None, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
-
-    def _admin(self):
-        """An admin client bootstrapped only from running nodes (never a paused one: a
-        request to a SIGSTOPped broker hangs until its timeout)."""
-        from kafka import KafkaAdminClient
-
-        with self._lock:
-            live = self._live_nodes()
-            listening = [n for n in live if _port_open(n.host, n.port)]
-            if not listening:
-                raise NotYet(f"no running node accepts connections yet "
-                             f"(running: {[n.node_id for n in live]})")
-            key = ",".join(n.address for n in listening)
-            if self._admin_client is not None and self._admin_key == key:
-                return self._admin_client
-            self._invalidate_admin()
-            client = KafkaAdminClient(
-                bootstrap_servers=key, client_id="kreplica-cluster",
-                request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS, bootstrap_timeout_ms=5000,
-                reconnect_backoff_ms=50, reconnect_backoff_max_ms=500,
-                metadata_max_age_ms=1000)
-            self._admin_client, self._admin_key = client, key
-            return client
-
-    @contextlib.contextmanager
-    def _admin_call(self, what: str) -> Iterator[Any]:
-        """An admin client for one call; transient client errors (connection lost, timeout,
-        stale metadata) become ``NotYet`` and are retried with a fresh client."""
-        try:
-            yield self._admin()
-        except NotYet:
-            raise
-        except Exception as exc:
-            if not _transient(exc):
-                raise
-            self._invalidate_admin()
-            raise NotYet(f"{what}: {type(exc).__name__}: {exc}") from exc
-
-    @staticmethod
-    def _quorum_leader(admin) -> int | None:
-        quorum = admin.describe_metadata_quorum()
-        partition = quorum["topics"][0]["partitions"][0]
-        if partition.get("error"):
-            raise NotYet(f"DescribeQuorum error: {partition['error']}")
-        return partition.get("leader_id")
-
-    def _retrying(self, what: str, fetch: Callable[[], Any], timeout: float) -> Any:
-        return _wait_until(fetch, timeout, what, lambda msg: ClusterError(
-            f"{msg}; {self._logs_hint()}"))
-
-    # -- roles ---------------------------------------------------------------------------------
-    def _describe_partitions(self, topic: str) -> list[PartitionState]:
-        with self._admin_call(f"describe_topics({topic})") as admin:
-            described = admin.describe_topics([topic])
-        if not described:
-            raise NotYet(f"topic {topic} not in metadata")
-        entry = described[0]
-        if entry.get("error_code", 0) not in (0, None):
-            raise NotYet(f"topic {topic}: error code {entry['error_code']}")
-        result = []
-        for p in entry.get("partitions", []):
-            leader = p.get("leader_id")
-            result.append(PartitionState(
-                topic=topic, partition=p["partition_index"],
-                leader=None if leader is None or leader < 0 else leader,
-                leader_epoch=p.get("leader_epoch", -1),
-                replicas=tuple(p.get("replica_nodes", ())),
-                isr=tuple(p.get("isr_nodes", ()))))
-        if not result:
-            raise NotYet(f"topic {topic} has no partitions in metadata yet")
-        return sorted(result, key=lambda s: s.partition)
-
-    def partition_state(self, topic: str, partition: int, timeout: float = 30.0
-                        ) -> PartitionState:
-        def fetch() -> PartitionState:
-            for state in self._describe_partitions(topic):
-                if state.partition == partition:
-                    return state
-            raise NotYet(f"partition {topic}-{partition} not in metadata")
-        return self._retrying(f"metadata of {topic}-{partition}", fetch, timeout)
-
-    def active_controller(self, timeout: float = 30.0) -> int:
-        def fetch() -> int:
-            with self._admin_call("describe_metadata_quorum") as admin:
-                leader = self._quorum_leader(admin)
-            if leader is None or leader < 0:
-                raise NotYet("no quorum leader")
-            if self.node_state(leader) is not NodeState.RUNNING:
-                raise NotYet(f"quorum leader {leader} is not running (stale answer)")
-            return leader
-        return self._retrying("a KRaft quorum leader (DescribeQuorum)", fetch, timeout)
-
-    def quorum(self) -> dict[str, Any]:
-        """The raw DescribeQuorum answer (leader, epoch, voters with log end offsets)."""
-        with self._admin_call("describe_metadata_quorum") as admin:
-            return admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
-
-    def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),
-                        timeout: float = 30.0) -> PartitionState:
-        def fetch() -> PartitionState:
-            state = self.partition_state(topic, partition, timeout=timeout)
-            if state.leader is None or state.leader in not_in:
-                raise NotYet(f"leader {state.leader} (epoch {state.leader_epoch}), "
-                             f"isr {list(state.isr)}")
-            return state
-        excluded = f" outside {sorted(not_in)}" if not_in else ""
-        return self._retrying(f"a leader of {topic}-{partition}{excluded}", fetch, timeout)
-
-    # -- topics --------------------------------------------------------------------------------
-    def create_topics(self, topics: list[TopicSpec], timeout: float = 30.0) -> None:
-        from kafka.admin import NewTopic
-        from kafka.errors import KafkaError, TopicAlreadyExistsError
-
-        assert self.kafka_version is not None
-        new = [NewTopic(t.name, t.partitions, t.replication_factor,
-                        topic_configs=kconfig.topic_configs(self.kafka_version, t.config))
-               for t in topics]
-        attempts = [0]
-
-        def create() -> None:
-            attempts[0] += 1
-            with self._admin_call("create_topics") as admin:
-                try:
-                    admin.create_topics(new, timeout_ms=int(timeout * 1000))
-                except TopicAlreadyExistsError:
-                    if attempts[0] == 1:  # a retry finds what the lost first answer made
-                        raise
-        try:
-            self._retrying(f"topics {[t.name for t in topics]} created", create, timeout)
-        except KafkaError as exc:
-            raise ClusterError(
-                f"creating topics {[t.name for t in topics]} failed: {type(exc).__name__}: "
-                f"{exc}; {self._logs_hint()}") from None
-        self.wait_healthy([t.name for t in topics], timeout=timeout)
-
-    def delete_topics(self, names: list[str], timeout: float = 30.0) -> None:
-        from kafka.errors import KafkaError, UnknownTopicOrPartitionError
-
-        def delete() -> None:
-            with self._admin_call("delete_topics") as admin:
-                with contextlib.suppress(UnknownTopicOrPartitionError):
-                    admin.delete_topics(names, timeout_ms=int(timeout * 1000))
-
-        def gone() -> None:
-            with self._admin_call("list_topics") as admin:
-                left = set(admin.list_topics()) & set(names)
-            if left:
-                raise NotYet(f"topics still listed: {sorted(left)}")
-        try:
-            self._retrying(f"topics {names} deleted", delete, timeout)
-        except KafkaError as exc:
-            raise ClusterError(f"deleting topics {names} failed: {type(exc).__name__}: {exc}; "
-                               f"{self._logs_hint()}") from None
-        self._retrying(f"topics {names} deleted", gone, timeout)
 
     # -- faults --------------------------------------------------------------------------------
     def _proc(self, node_id: int) -> subprocess.Popen | None:
@@ -607,100 +380,37 @@ class ProcessCluster(Cluster):
             self.resume(node_id)
         elif state is NodeState.STOPPED:
             self._launch(node)
-
-        def registered() -> None:
-            self._check_alive([node_id])
-            seen = self._registration([node_id])
-            if seen != "ok":
-                raise NotYet(seen)
-        _wait_until(registered, timeout, f"node {node_id} registered unfenced",
-                    lambda msg: NodeError(f"node {node_id} did not rejoin: {msg}; "
-                                          f"log: {node.log_file}", node_id, str(node.log_file)))
-
-    # -- health --------------------------------------------------------------------------------
-    def wait_healthy(self, topics: list[str] | None = None, timeout: float = 60.0) -> None:
-        not_running = {n.node_id: self.node_state(n.node_id).value for n in self._nodes
-                       if self.node_state(n.node_id) is not NodeState.RUNNING}
-        if not_running:
-            raise ClusterError(f"cluster in {self.workdir} cannot become healthy: nodes "
-                               f"{not_running} are not running (expected all running; call "
-                               f"heal() or start_node()); {self._logs_hint()}")
-
-        def healthy() -> None:
-            self._check_alive()
-            seen = self._registration()
-            if seen != "ok":
-                raise NotYet(seen)
-            names = topics
-            if names is None:
-                with self._admin_call("list_topics") as admin:
-                    names = [t for t in admin.list_topics() if not t.startswith("__")]
-            for name in names:
-                for state in self._describe_partitions(name):
-                    if state.leader is None:
-                        raise NotYet(f"{name}-{state.partition} has no leader")
-                    if not state.isr_full:
-                        raise NotYet(f"{name}-{state.partition} isr {list(state.isr)} "
-                                     f"of replicas {list(state.replicas)}")
-        _wait_until(healthy, timeout, "every node registered and every ISR full",
-                    lambda msg: ClusterError(f"cluster in {self.workdir} not healthy: {msg}; "
-                                             f"{self._logs_hint()}"))
-
-    def heal(self, timeout: float = 60.0) -> None:
-        """Resume paused nodes, start stopped ones, then wait for the health gate."""
-        for node in self._nodes:
-            if self.node_state(node.node_id) is not NodeState.RUNNING:
-                self.start_node(node.node_id, timeout)
-        self.wait_healthy(timeout=timeout)
-
-    def log_end_offsets(self, topic: str, partition: int, timeout: float = 30.0
-                        ) -> dict[int, int]:
-        """Each running replica's log end offset, asked of that broker itself (ListOffsets
-        as a debugging client, which followers answer too)."""
-        from kafka.errors import for_code
-        from kafka.protocol.consumer import ListOffsetsRequest
-
-        state = self.partition_state(topic, partition, timeout)
-        result: dict[int, int] = {}
-        _Topic = ListOffsetsRequest.ListOffsetsTopic
-        for replica in state.replicas:
-            if self.node_state(replica) is not NodeState.RUNNING:
-                continue
-            request = ListOffsetsRequest(
-                replica_id=DEBUG_REPLICA_ID, isolation_level=0,
-                topics=[_Topic(name=topic, partitions=[_Topic.ListOffsetsPartition(
-                    partition_index=partition, timestamp=-1, current_leader_epoch=-1)])])
-
-            def ask(replica: int = replica, request: Any = request) -> int:
-                with self._admin_call(f"ListOffsets to node {replica}") as admin:
-                    manager = admin._manager
-
-                    async def send() -> Any:
-                        return await manager.send(request, node_id=replica)
-                    response = manager.run(send)
-                part = response.topics[0].partitions[0]
-                if part.error_code:
-                    raise NotYet(f"node {replica}: {for_code(part.error_code).__name__}")
-                return part.offset
-            result[replica] = self._retrying(f"log end offset of {topic}-{partition} on node "
-                                             f"{replica}", ask, timeout)
-        return result
+        self._wait_registered(node_id, timeout)
 
     # -- teardown ------------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> None:
         """SIGTERM every node at once (one after another hangs the last one for minutes:
-        its controlled shutdown needs a quorum that is gone), SIGKILL at the deadline."""
+        its controlled shutdown needs a quorum that is gone). Nodes still running
+        ``QUORUMLESS_GRACE_S`` after a majority has exited, or at ``timeout``, are SIGKILLed:
+        without a quorum their shutdown cannot finish."""
         self._invalidate_admin()
         procs = [p for p in self._procs.values() if p.poll() is None]
         for proc in procs:
             self._signal_group(proc, signal.SIGTERM)
             self._signal_group(proc, signal.SIGCONT)
+        majority = len(self._nodes) // 2 + 1
         deadline = time.monotonic() + timeout
-        for proc in procs:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self._kill_proc(proc)
+        quorum_lost_at: float | None = None
+        while True:
+            alive = [p for p in procs if p.poll() is None]
+            now = time.monotonic()
+            if not alive:
+                break
+            if quorum_lost_at is None and len(alive) < majority:
+                quorum_lost_at = now
+            if now >= deadline or (quorum_lost_at is not None
+                                   and now - quorum_lost_at >= QUORUMLESS_GRACE_S):
+                log.info("killing %d node(s) that outlived the quorum or the deadline",
+                         len(alive))
+                for proc in alive:
+                    self._kill_proc(proc)
+                break
+            time.sleep(POLL_S)  # polling child exit codes; bounded by the deadline above
         for proc in procs:  # strays left in a node's process group
             self._signal_group(proc, signal.SIGKILL)
         for node_id in self._procs:
@@ -726,23 +436,6 @@ class ProcessCluster(Cluster):
         return path
 
 
-def _transient(exc: BaseException) -> bool:
-    """Client errors worth a retry with a fresh admin client."""
-    from kafka.errors import KafkaError, UnknownBrokerIdError
-
-    if isinstance(exc, UnknownBrokerIdError):  # stale metadata right after a node restart
-        return True
-    if isinstance(exc, KafkaError):
-        return bool(exc.retriable or exc.invalid_metadata)
-    return isinstance(exc, (OSError, TimeoutError))
-
-
-def _port_open(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
-
-
 def stop_detached(workdir: Path | str, timeout: float = 30.0) -> list[int]:
     """Stop a cluster started with ``detach``: SIGTERM its JVMs (found by their marker and
     the state file) at once, SIGKILL at the deadline, release its ports."""
@@ -763,6 +456,52 @@ def stop_detached(workdir: Path | str, timeout: float = 30.0) -> list[int]:
     kports.release_ports(state.get("ports", []))
     state_path.unlink(missing_ok=True)
     return [p.pid for p in procs]
+
+
+# -- format template -----------------------------------------------------------------------
+
+def ensure_format_template(dist: distribution.Distribution, timeout: float = FORMAT_TIMEOUT_S
+                           ) -> Path | None:
+    """The ``bootstrap.checkpoint`` that ``StorageTool format`` writes for this version (the
+    feature levels; nothing node- or cluster-specific), made once under a machine-wide lock.
+    None if the tool fails (callers then format each node with the tool)."""
+    template = dist.home / "format-template" / "bootstrap.checkpoint"
+    if template.exists():
+        return template
+    try:
+        with distribution.archive_lock(dist):
+            if template.exists():
+                return template
+            work = template.parent / f"work-{os.getpid()}"
+            shutil.rmtree(work, ignore_errors=True)
+            (work / "data").mkdir(parents=True)
+            addr = kconfig.NodeAddress(1, HOST, 1, 2)
+            props = kconfig.server_properties(addr, kconfig.quorum_voters([addr]),
+                                              str(work / "data"), 1)
+            (work / "server.properties").write_text(kconfig.render_properties(props))
+            cmd = dist.command("kafka.tools.StorageTool", "format", "-t",
+                               kconfig.new_cluster_id(), "-c", str(work / "server.properties"),
+                               heap_mb=128)
+            with open(work / "format.log", "wb") as out:
+                proc = _Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                code = "timeout"
+            made = work / "data" / template.name
+            if code != 0 or not made.exists():
+                log.warning("format template for Kafka %s not made (exit %s); see %s",
+                            dist.version, code, work / "format.log")
+                return None
+            made.replace(template)
+            shutil.rmtree(work, ignore_errors=True)
+            return template
+    except Exception as exc:  # an optimisation only: fall back to the real tool per node
+        log.warning("format template for Kafka %s not made: %s", dist.version, exc)
+        return None
 
 
 # -- class-data archive ------------------------------------------------------------------------
@@ -823,9 +562,7 @@ def _warm_traffic(bootstrap: str, topic: str) -> None:
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              group_id="kreplica-warmup", consumer_timeout_ms=5000)
     try:
-        seen = 0
-        for _ in consumer:
-            seen += 1
+        for seen, _record in enumerate(consumer, start=1):
             if seen >= 20:
                 break
     finally:

@@ -25,16 +25,23 @@ max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.15em;margin-top:28px;
 border-bottom:1px solid #ddd;padding-bottom:4px}
 .badge{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:600}
-.pass{background:#2e7d32}.fail{background:#c62828}.unknown{background:#757575}
+.pass{background:#2e7d32}.accepted{background:#b26a00}.nowrap{white-space:nowrap}.fail{background:#c62828}.unknown{background:#757575}
 table{border-collapse:collapse;font-size:0.9em;margin:6px 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.bad{color:#c62828;font-weight:600}.muted{color:#777}.grid{display:flex;gap:28px;
+.bad{color:#c62828;font-weight:600}.warn{color:#b26a00;font-weight:600}.muted{color:#777}.grid{display:flex;gap:28px;
 flex-wrap:wrap}code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
 svg{max-width:100%;height:auto}details summary{cursor:pointer;color:#1565c0}
 """
 
 # anomalies that make a case invalid under some semantics: highlighted when non-zero
+# what makes a history invalid under each semantics (shared/HISTORY.md): shown in red; other
+# non-zero anomalies (reported, never invalidating under that semantics) in amber
+_ALO = ("lost", "unseen", "inconsistent_offsets", "aborted_reads", "unexpected",
+        "nonmonotonic_polls", "poll_skips")
+INVALIDATING = {"at-least-once": _ALO, "exactly-once": (*_ALO, "duplicated"),
+                "at-most-once": ("duplicated", "inconsistent_offsets", "aborted_reads",
+                                 "unexpected", "nonmonotonic_polls", "poll_skips")}
 ANOMALIES = ("lost", "unseen", "duplicated", "inconsistent_offsets", "aborted_reads",
              "unexpected", "nonmonotonic_polls", "poll_skips", "nonmonotonic_sends",
              "recovered", "in_log", "not_in_log")
@@ -42,6 +49,23 @@ ANOMALIES = ("lost", "unseen", "duplicated", "inconsistent_offsets", "aborted_re
 
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def _cell(value: Any) -> Any:
+    """Positions (lists of {topic, partition, offset, ...}) as short text, not a dict dump."""
+    if isinstance(value, list) and value and all(
+            isinstance(v, dict) and "offset" in v for v in value):
+        topics = {v.get("topic") for v in value}
+        parts = []
+        for v in value:
+            where = f"p{v.get('partition')}@{v.get('offset')}"
+            if len(topics) > 1:
+                where = f"{v.get('topic')}/{where}"
+            extra = ", ".join(f"{k} {v[k]}" for k in ("process", "poll", "status")
+                              if v.get(k) is not None)
+            parts.append(f"{where} ({extra})" if extra else where)
+        return "; ".join(parts)
+    return value
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str] | None = None,
@@ -53,15 +77,20 @@ def _table(rows: list[dict[str, Any]], columns: list[str] | None = None,
     body = "".join(
         "<tr>" + "".join(
             f'<td class="num">{_e(r.get(c))}</td>' if c in numeric or isinstance(
-                r.get(c), int | float) else f"<td>{_e(r.get(c))}</td>"
+                r.get(c), int | float) else f"<td>{_e(_cell(r.get(c)))}</td>"
             for c in columns) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _kv(pairs: dict[str, Any], highlight: tuple[str, ...] = ()) -> str:
-    rows = "".join(
-        f'<tr><th>{_e(k)}</th><td class="num{" bad" if k in highlight and v else ""}">'
-        f"{_e(v)}</td></tr>" for k, v in pairs.items())
+def _kv(pairs: dict[str, Any], highlight: tuple[str, ...] = (),
+        warn: tuple[str, ...] = ()) -> str:
+    def cls(k: str, v: Any) -> str:
+        if not v or v is True:
+            return ""
+        return " bad" if k in highlight else (" warn" if k in warn else "")
+
+    rows = "".join(f'<tr><th>{_e(k)}</th><td class="num{cls(k, v)}">{_e(v)}</td></tr>'
+                   for k, v in pairs.items())
     return f"<table>{rows}</table>"
 
 
@@ -107,6 +136,11 @@ def render_report(run_dir: str | Path) -> str:
                      f"<code>seed</code>). The nodes hit follow the cluster's roles at the "
                      f"moment of each fault.</p>")
 
+    tradeoff = verdict.get("tradeoff")
+    if tradeoff:
+        cls = "warn" if tradeoff.get("accepted") else "bad"
+        head = "Accepted trade-off" if tradeoff.get("accepted") else "Not a trade-off"
+        parts.append(f"<p class='{cls}'>{head}: {_e(tradeoff.get('reason'))}.</p>")
     checks = verdict.get("checks") or []
     if checks:
         parts.append("<h2>Scenario checks</h2>")
@@ -116,7 +150,8 @@ def render_report(run_dir: str | Path) -> str:
     parts.append("<h2>Counts</h2><div class='grid'>")
     parts.append(_kv({k: counts[k] for k in ("sent", "acked", "failed", "indeterminate",
                                               "polled", "never_consumed") if k in counts}))
-    parts.append(_kv({k: counts[k] for k in ANOMALIES if k in counts}, highlight=ANOMALIES))
+    parts.append(_kv({k: counts[k] for k in ANOMALIES if k in counts},
+                     highlight=INVALIDATING.get(semantics, _ALO), warn=ANOMALIES))
     replicas = verdict.get("replicas")
     if replicas:
         parts.append(_kv({"replica logs valid": replicas.get("valid"),
@@ -208,11 +243,14 @@ def write_index(root: str | Path) -> Path | None:
         report = f"{rel}/{REPORT_FILE}" if (case_dir / REPORT_FILE).exists() else (
             f"{rel}/verdict.json")
         passed = v.get("passed")
+        accepted = passed and v.get("valid") is False and (v.get("tradeoff") or {}).get(
+            "accepted")
+        badge = ('<span class="badge accepted">accepted</span>' if accepted
+                 else _badge(passed, "pass" if passed else "FAIL"))
         rows.append(
             f"<tr><td><a href='{_e(report)}'>{_e(v.get('case') or rel)}</a></td>"
-            f"<td>{_badge(passed, 'pass' if passed else 'FAIL')}</td>"
-            f"<td>{_e(v.get('semantics'))}</td>"
-            + "".join(f"<td class='num{' bad' if k in ANOMALIES and counts.get(k) else ''}'>"
+            f"<td>{badge}</td><td class='nowrap'>{_e(v.get('semantics'))}</td>"
+            + "".join(f"<td class='num{' bad' if k in INVALIDATING.get(v.get('semantics'), _ALO) and counts.get(k) else ''}'>"  # noqa: E501
                       f"{_e(counts.get(k))}</td>"
                       for k in ("sent", "acked", "lost", "unseen", "duplicated"))
             + f"<td class='num'>{_e(_round(v.get('election_max_s')))}</td>"

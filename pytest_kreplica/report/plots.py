@@ -81,13 +81,16 @@ def timeline_svg(data: RunData) -> str:
         t = data.seconds(e.get("time_ns"))
         if e.get("kind") == "elect" and e.get("node") in row:
             controller = e.get("role") == "controller"
-            ax.plot(t, row[e["node"]], marker="s" if controller else "D", ms=7, zorder=3,
+            ax.plot(t, row[e["node"]] + (0.18 if controller else 0), zorder=3, ms=7,
+                    marker="s" if controller else "D",
                     color="#17becf" if controller else "#2ca02c")
-        elif e.get("kind") in ("drain-start", "drain-end"):
-            ax.axvline(t, color="#7f7f7f", ls="--", lw=1)
-            ax.annotate(e["kind"], (t, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
-                        color="#555", ha="right",
-                        va="bottom")
+    drain = [data.seconds(e.get("time_ns")) for e in data.events
+             if e.get("kind") in ("drain-start", "drain-end")]
+    if drain:
+        ax.axvspan(min(drain), max(max(drain), min(drain) + data.end_s / 400),
+                   color="#7f7f7f", alpha=0.25, lw=0)
+        ax.annotate("drain", (min(drain), 1.0), xycoords=("data", "axes fraction"),
+                    fontsize=8, color="#555", ha="right", va="bottom")
     ax.set_yticks(range(len(nodes)), [f"node {n}" for n in nodes])
     ax.set_ylim(-0.6, max(len(nodes), 1) - 0.2)
     ax.set_xlim(0, data.end_s)

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import psutil
@@ -149,6 +150,7 @@ def test_health_gate_reports_what_it_saw(cluster, topic):
 def test_small_segments_are_accepted(cluster):
     cluster.create_topics([TopicSpec("small-segments", 1, 3, {"segment.bytes": "1024"})])
     produce(cluster, "small-segments", 40)
+    assert set(cluster.log_end_offsets("small-segments", 0).values()) == {40}
     segments = sorted((cluster.node(1).log_dir / "small-segments-0").glob("*.log"))
     assert len(segments) > 1, "1 KiB segments should roll"
     cluster.delete_topics(["small-segments"])
@@ -186,9 +188,13 @@ def test_sigkilled_parent_leaves_no_jvm(tmp_path):
     workdir = tmp_path / "orphaned"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(workdir)], env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
     try:
+        timer = threading.Timer(180, driver.kill)
+        timer.start()
         assert driver.stdout.readline().strip() == "READY"
+        timer.cancel()
         assert len(marked_pids(workdir)) == 3
     finally:
         driver.send_signal(signal.SIGKILL)
@@ -198,3 +204,113 @@ def test_sigkilled_parent_leaves_no_jvm(tmp_path):
         time.sleep(0.2)
     reaper.reap_orphans()  # what the next session start does
     assert marked_pids(workdir) == []
+
+
+def test_kafka_3_9_cluster_with_the_storage_tool(tmp_path):
+    c = ProcessCluster(ClusterSpec(brokers=3, kafka_version="3.9.2"), tmp_path / "c39",
+                       fast_format=False)
+    try:
+        c.start(timeout=START_TIMEOUT)
+        assert c.kafka_version == "3.9.2"
+        assert all((n.log_dir / "meta.properties").exists() for n in c.nodes)
+        assert c.active_controller() in {1, 2, 3}
+        c.create_topics([TopicSpec("old", 1, 3, {"segment.bytes": "1024"})])
+        produce(c, "old", 30)
+        assert len(list((c.node(1).log_dir / "old-0").glob("*.log"))) > 1
+        assert set(c.log_end_offsets("old", 0).values()) == {30}
+    finally:
+        c.close()
+    assert marked_pids(c.workdir) == []
+
+
+def kreplica(*args: str, extra_env: dict[str, str] | None = None,
+             **kwargs) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **(extra_env or {}))
+    kwargs.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-m", "pytest_kreplica.cli", *args], env=env,
+                            stdout=subprocess.PIPE, text=True, **kwargs)
+
+
+def read_until(proc: subprocess.Popen, prefix: str, timeout: float = 180.0) -> list[str]:
+    """stdout lines up to the one starting with ``prefix`` (bounded: the process is killed
+    at the deadline, which ends the read)."""
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith(prefix):
+                return lines
+    finally:
+        timer.cancel()
+    raise AssertionError(f"no line starting with {prefix!r} within {timeout:.0f} s; "
+                         f"stdout: {''.join(lines)!r}; stderr: {proc.stderr.read()!r}")
+
+
+def test_cli_up_prints_bootstrap_and_ctrl_c_stops(tmp_path):
+    from kafka import KafkaAdminClient
+
+    workdir = tmp_path / "by-hand"
+    proc = kreplica("cluster", "up", "--brokers", "2", "--dir", str(workdir),
+                    stderr=subprocess.DEVNULL)
+    try:
+        lines = read_until(proc, "Ctrl-C")
+        bootstrap = next(ln.split(": ", 1)[1].strip() for ln in lines
+                         if ln.startswith("bootstrap servers:"))
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            assert len(admin.describe_cluster()["brokers"]) == 2
+        finally:
+            admin.close()
+        assert len(marked_pids(workdir)) == 2
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out
+    assert "stopped" in out
+    assert marked_pids(workdir) == []
+
+
+def test_cli_detach_survives_and_down_stops(tmp_path):
+    workdir = tmp_path / "detached"
+    up = kreplica("cluster", "up", "--brokers", "1", "--dir", str(workdir), "--detach")
+    out, err = up.communicate(timeout=180)
+    assert up.returncode == 0, err
+    assert "kreplica cluster down --dir" in out
+    assert len(marked_pids(workdir)) == 1  # outlived its parent on purpose
+    reaper.reap_orphans()  # the reaper leaves detached clusters alone
+    assert len(marked_pids(workdir)) == 1
+    down = kreplica("cluster", "down", "--dir", str(workdir))
+    out, err = down.communicate(timeout=60)
+    assert down.returncode == 0, err
+    assert marked_pids(workdir) == []
+    again = kreplica("cluster", "down", "--dir", str(workdir))
+    _, err = again.communicate(timeout=60)
+    assert again.returncode == 2
+    assert err.count("\n") == 1 and "cluster.json not found" in err
+
+
+def test_cli_bad_version_is_one_line(tmp_path):
+    proc = kreplica("cluster", "up", "--version", "4.99.0", "--dir", str(tmp_path / "x"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert err.count("\n") == 1 and "4.99.0" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_unreachable_repository_is_one_line(tmp_path):
+    """An empty cache and a Maven mirror nobody listens on: one line saying what to fix."""
+    home = tmp_path / "home"
+    (home / ".m2").mkdir(parents=True)
+    (home / ".m2" / "settings.xml").write_text(
+        "<settings><mirrors><mirror><id>dead</id><mirrorOf>*</mirrorOf>"
+        "<url>http://127.0.0.1:9/maven2</url></mirror></mirrors></settings>")
+    env = {"KREPLICA_CACHE": str(tmp_path / "cache"), "MAVEN_OPTS": f"-Duser.home={home}"}
+    proc = kreplica("fetch", "--version", "4.3.1", extra_env=env)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 2
+    assert err.count("\n") == 1 and "Traceback" not in err and "\x1b" not in err
+    assert "cannot download Kafka 4.3.1" in err and "settings.xml" in err
+    assert not list((tmp_path / "cache").glob("kafka/*/*/.complete"))

@@ -104,3 +104,29 @@ def test_reaper_owner_liveness():
     child.wait()
     assert not reaper.owner_alive(token)
     assert not reaper.owner_alive(f"{os.getpid()}:12.0")  # pid reused by another process
+
+
+CLAIMER = """
+import sys, time
+from pytest_kreplica.cluster import ports
+claimed = ports.claim_ports(25)
+print(" ".join(map(str, claimed)), flush=True)
+sys.stdin.read()
+ports.release_ports(claimed)
+"""
+
+
+def test_concurrent_processes_never_share_a_port(tmp_path, monkeypatch):
+    """What pytest -n auto workers and parallel sessions do: claim at the same time."""
+    monkeypatch.setenv("KREPLICA_PORT_DIR", str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    procs = [subprocess.Popen([sys.executable, "-c", CLAIMER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(4)]
+    try:
+        claims = [set(map(int, p.stdout.readline().split())) for p in procs]
+    finally:
+        for p in procs:
+            p.communicate("", timeout=60)
+    assert all(len(c) == 25 for c in claims)
+    assert len(set().union(*claims)) == 100, "two processes claimed the same port"
+    assert not [f for f in tmp_path.iterdir() if not f.name.startswith(".")]

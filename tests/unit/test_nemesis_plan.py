@@ -45,7 +45,7 @@ def test_duration_plan_is_unbounded_until_stopped():
     assert len(plan.preview(limit=50)) == 50
 
 
-@pytest.mark.parametrize("key,value", [("failure", "partition"), ("target", "mirror-maker")])
+@pytest.mark.parametrize("key,value", [("failure", "flood"), ("target", "broker")])
 def test_unsupported_values_are_one_line_input_errors(key, value):
     kwargs = {"failure": "hard", "target": "leader", key: value}
     with pytest.raises(InputError, match=f"{key} '{value}' is not allowed; allowed: "):

@@ -1,0 +1,126 @@
+"""MirrorMaker 2 figures: start to first mirrored record, and mirror lag.
+
+    python benchmarks/bench_mirror.py [--runs 3] [--messages 500]
+    python benchmarks/bench_mirror.py --run-dir RUN_DIR   # lag of a finished mirrored run
+
+Starts a 1-broker source and target cluster once, then ``--runs`` times: a fresh topic, a
+MirrorMaker 2 launch, one probe record, and the time until that record is on the target
+(``start_to_first_record``); then ``--messages`` sync sends to the source while one consumer
+reads the source and another the mirrored topic on the target. Mirror lag is, per
+acknowledged id, the time from its acknowledgement on the source to its first poll on the
+target; the baseline measured in the same run is the same time to a poll on the source
+itself. Prints medians over the runs of p50 / p99 and the target/source ratio.
+``--run-dir`` prints the lag of an existing mirrored run directory (e.g. the C.6 smoke case,
+faults included) from its sends.jsonl and polls.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CASE = {"scenario": "mirror", "dimensions": {"partitions": [2], "replication_factor": [1],
+                                             "brokers": [1], "producer_mode": ["sync"]}}
+
+
+def lags_ms(run_dir: Path, cluster: str = "target") -> list[float]:
+    """Acknowledged on the source -> first polled on ``cluster``, per id, in ms."""
+    acked = {}
+    for line in (run_dir / "sends.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["status"] == "ok":
+            acked[row["id"]] = row["complete_ns"]
+    first: dict[str, int] = {}
+    for line in (run_dir / "polls.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row.get("cluster", "target") == cluster and row["id"] in acked:
+            first.setdefault(row["id"], row["time_ns"])
+    return sorted((first[i] - acked[i]) / 1e6 for i in first)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
+    from pytest_kreplica.cluster.base import TopicSpec
+    from pytest_kreplica.history import RunWriter
+    from pytest_kreplica.matrix import parse_matrix
+    from pytest_kreplica.mirror import ClusterWriter, MirrorMaker, probe
+    from pytest_kreplica.workload import Consumer, ProduceStats, produce
+
+    case = parse_matrix(Path("bench-mirror.yaml"),
+                        {**CASE, "dimensions": {**CASE["dimensions"],
+                                                "messages": [messages]}}).cases[0]
+    topic = f"bench-{time.time_ns() % 10**9}"
+    source.create_topics([TopicSpec(topic, case.partitions, 1)])
+    mm = MirrorMaker(source, target, [topic], workdir / "mm")
+    with RunWriter(workdir) as writer:
+        src, tgt = ClusterWriter(writer, "source"), ClusterWriter(writer, "target")
+        try:
+            mm.start()
+            probes = probe([topic], source.bootstrap_servers, src)
+            first = mm.wait_ready()
+            on_source = Consumer([topic], case.partitions, source.live_bootstrap_servers, src,
+                                 process=3).start()
+            on_target = Consumer([mm.mirrored[topic]], case.partitions,
+                                 target.live_bootstrap_servers, tgt).start()
+            stats = produce(case, [topic], source.bootstrap_servers, src, ProduceStats())
+            on_source.drain(set(stats.acked_ids) | probes, 120)
+            on_target.drain(set(stats.acked_ids) | probes, 120)
+        finally:
+            mm.close()
+    target_lag, source_lag = lags_ms(workdir, "target"), lags_ms(workdir, "source")
+    return {"start_to_first_record_s": first, "lag_p50_ms": pct(target_lag, 0.5),
+            "lag_p99_ms": pct(target_lag, 0.99), "source_p50_ms": pct(source_lag, 0.5),
+            "source_p99_ms": pct(source_lag, 0.99), "mirrored": len(target_lag)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--messages", type=int, default=500)
+    parser.add_argument("--run-dir", type=Path)
+    args = parser.parse_args()
+    if args.run_dir is not None:
+        lag = lags_ms(args.run_dir)
+        print(f"{args.run_dir.name}: {len(lag)} mirrored ids, lag p50 {pct(lag, .5):.0f} ms, "
+              f"p99 {pct(lag, .99):.0f} ms, max {lag[-1] if lag else float('nan'):.0f} ms")
+        return
+    from pytest_kreplica.cluster.base import ClusterSpec
+    from pytest_kreplica.cluster.process import ProcessCluster
+
+    with tempfile.TemporaryDirectory(prefix="bench-mirror-") as tmp:
+        root = Path(tmp)
+        source = ProcessCluster(ClusterSpec(brokers=1, role="source"), root / "source")
+        target = ProcessCluster(ClusterSpec(brokers=1, role="target"), root / "target")
+        try:
+            source.start(timeout=240)
+            target.start(timeout=240)
+            results = [one_run(source, target, args.messages, root / f"run-{i}")
+                       for i in range(args.runs)]
+        finally:
+            source.close()
+            target.close()
+    for r in results:
+        print("run: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
+    med = {k: statistics.median(r[k] for r in results) for k in results[0]}
+    print(f"median of {args.runs}: MirrorMaker 2 start -> first mirrored record "
+          f"{med['start_to_first_record_s']:.1f} s; mirror lag p50 {med['lag_p50_ms']:.0f} ms, "
+          f"p99 {med['lag_p99_ms']:.0f} ms; same-cluster baseline p50 "
+          f"{med['source_p50_ms']:.0f} ms, p99 {med['source_p99_ms']:.0f} ms; ratio p50 "
+          f"{med['lag_p50_ms'] / max(med['source_p50_ms'], 1e-9):.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""verify-logs throughput beside ``sha256sum`` over the same segment files, in the same run.
+
+Two data sets of >= 2 GiB each (3 replicas of one partition, 256 MiB segments), written as
+valid record batch v2 files (kafka-python's batch builder makes template batches; copies get
+their own base offsets, which lie outside the CRC):
+
+* ``large``: ~1 MiB (uncompressed) lz4 batches, as an async producer with a big batch.size
+  writes them;
+* ``1-record``: one ~100-byte record per batch, as a synchronous producer writes them.
+
+For each: the page cache is warmed, then ``sha256sum`` over all files and ``verify_logs``
+(warm Spark session) alternate ``--runs`` times; medians and their ratio are printed, with the
+single-core batch-reader rate that bounds the verifier. Generated data is deleted at the end.
+
+    PYTHONPATH=. python benchmarks/bench_verify_logs.py [--gib 2.1] [--runs 3] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pytest_kreplica.replicas.batches import SegmentScanner
+from pytest_kreplica.replicas.synth import build_batch, segment_name
+
+SEGMENT_BYTES = 256 << 20
+REPLICAS = (1, 2, 3)
+
+
+def large_batches() -> list[bytes]:
+    """Templates: 1000 records of ~1 KiB, half random hex (so lz4 keeps ~half)."""
+    out = []
+    for t in range(8):
+        values = [f"big-{t}-{i} ".encode() + os.urandom(256).hex().encode() + b"x" * 500
+                  for i in range(1000)]
+        out.append(build_batch(0, values, codec="lz4"))
+    return out
+
+
+def write_large(directory: Path, total: int) -> int:
+    templates = large_batches()
+    offset, written, seg_index = 0, 0, 0
+    while written < total:
+        path = directory / segment_name(offset)
+        with open(path, "wb") as f:
+            size = 0
+            while size < SEGMENT_BYTES and written + size < total:
+                tpl = bytearray(templates[seg_index % len(templates)])
+                seg_index += 1
+                struct.pack_into(">q", tpl, 0, offset)
+                offset += 1000
+                f.write(tpl)
+                size += len(tpl)
+        written += size
+    return offset
+
+
+def write_single(directory: Path, total: int) -> int:
+    tpl = np.frombuffer(build_batch(0, [b"sync-id " + b"p" * 92]), dtype=np.uint8)
+    per_segment = SEGMENT_BYTES // len(tpl)
+    offset, written = 0, 0
+    while written < total:
+        n = min(per_segment, (total - written) // len(tpl) + 1)
+        block = np.tile(tpl, n).reshape(n, len(tpl))
+        block[:, :8] = np.arange(offset, offset + n, dtype=">i8").view(np.uint8).reshape(n, 8)
+        (directory / segment_name(offset)).write_bytes(block.tobytes())
+        offset += n
+        written += n * len(tpl)
+    return offset
+
+
+def make_run(root: Path, kind: str, gib: float) -> tuple[Path, list[Path]]:
+    run = root / kind
+    per_replica = int(gib * (1 << 30) / len(REPLICAS)) + 1
+    first = run / "replicas" / "1" / "bench-0"
+    first.mkdir(parents=True)
+    end = (write_large if kind == "large" else write_single)(first, per_replica)
+    for node in REPLICAS[1:]:
+        target = run / "replicas" / str(node) / "bench-0"
+        target.mkdir(parents=True)
+        for f in sorted(first.glob("*.log")):
+            shutil.copyfile(f, target / f.name)
+    (run / "replicas.json").write_text(json.dumps({
+        "nodes": {str(n): f"replicas/{n}" for n in REPLICAS},
+        "partitions": [{"topic": "bench", "partition": 0, "leader": 1,
+                        "replicas": list(REPLICAS), "isr": list(REPLICAS),
+                        "high_watermark": end}],
+        "at_rest": True}))
+    return run, sorted(run.glob("replicas/*/*/*.log"))
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gib", type=float, default=2.1, help="data per set (default 2.1)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", help="where to write the data (default: a temp dir)")
+    ap.add_argument("--sets", default="large,1-record")
+    args = ap.parse_args()
+
+    from pytest_kreplica.replicas.verify import verify_logs
+    from pytest_kreplica.spark import get_spark, stop_spark
+
+    root = Path(tempfile.mkdtemp(prefix="kreplica-bench-", dir=args.dir))
+    t0 = time.perf_counter()
+    spark = get_spark()
+    print(f"spark session start: {time.perf_counter() - t0:.1f} s", flush=True)
+    results = []
+    try:
+        for kind in args.sets.split(","):
+            t = time.perf_counter()
+            run, files = make_run(root, kind, args.gib)
+            size = sum(f.stat().st_size for f in files)
+            print(f"\n[{kind}] {len(files)} files, {size / (1 << 30):.2f} GiB written in "
+                  f"{time.perf_counter() - t:.0f} s", flush=True)
+            for f in files:  # warm the page cache: both tools read from memory
+                with open(f, "rb") as h:
+                    while h.read(64 << 20):
+                        pass
+            one = SegmentScanner(files[0])
+            cpu = time.process_time()
+            t_one = timed(lambda one=one: sum(1 for _ in one))
+            cpu = time.process_time() - cpu
+            print(f"  batch reader, one file in this process: {one.size / t_one / 1e6:.0f} MB/s "
+                  f"wall, {one.size / cpu / 1e6:.0f} MB/s of CPU time, "
+                  f"{one.batches / cpu / 1e3:.0f} k batches per CPU second "
+                  f"({one.batches} batches)", flush=True)
+            sha, ver, sha_cpu = [], [], []
+            verdict = None
+            for i in range(args.runs):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                sha.append(timed(lambda files=files: subprocess.run(
+                    ["sha256sum", *map(str, files)], check=True, stdout=subprocess.DEVNULL)))
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                sha_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime
+                               - before.ru_stime)
+
+                def verify(run=run):
+                    nonlocal verdict
+                    verdict = verify_logs(run, spark=spark)
+                ver.append(timed(verify))
+                print(f"  run {i + 1}: sha256sum {sha[-1]:.1f} s ({sha_cpu[-1]:.1f} s CPU), "
+                      f"verify-logs {ver[-1]:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+            assert verdict is not None and verdict.valid, verdict.summary()
+            assert verdict.counts["bytes"] == size
+            s, v = statistics.median(sha), statistics.median(ver)
+            results.append((kind, size, verdict.counts["batches"], s, v,
+                            statistics.median(sha_cpu)))
+            shutil.rmtree(run)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        stop_spark()
+    print("\nset        GiB   batches      sha256sum MB/s (per CPU s)  verify-logs MB/s  ratio")
+    for kind, size, batches, s, v, c in results:
+        print(f"{kind:9s} {size / (1 << 30):5.2f} {batches:10d}  {size / s / 1e6:14.0f} "
+              f"({size / c / 1e6:5.0f})  {size / v / 1e6:16.0f}  {s / v:5.2f}")
+    print(f"(medians of {args.runs}; load average now {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

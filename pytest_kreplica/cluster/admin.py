@@ -1,0 +1,379 @@
+"""The half of the Cluster API that Kafka's own admin APIs answer, shared by every backend.
+
+Roles (leader, ISR, active controller), topics, log end offsets and the health gate come
+from DescribeCluster / DescribeQuorum / Metadata / ListOffsets through one cached
+kafka-python admin client bootstrapped from running nodes, polled with bounded waits; so
+the process and docker backends report them identically. Moved here from the process
+backend. A backend supplies lifecycle, node states and faults, and implements
+``_check_alive(node_ids)`` (raise ``NodeError`` with the log when a node died unasked) and,
+where it can cut links, narrows ``_live_nodes`` to the nodes whose view is current.
+A subclass sets ``_lock`` (an RLock), ``_admin_client = None``, ``_admin_key = None``,
+``_nodes``, ``workdir`` and ``kafka_version`` in its constructor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from ..errors import ClusterError, NodeError
+from . import config as kconfig
+from .base import Cluster, Node, NodeState, PartitionState, TopicSpec
+
+POLL_S = 0.1
+ADMIN_REQUEST_TIMEOUT_MS = 5000
+DEBUG_REPLICA_ID = -2  # ListOffsets from a debugging client: followers answer with their LEO
+
+
+class NotYet(Exception):
+    """An observed state is not the expected one yet (tenacity retries on it)."""
+
+
+def _wait_until(check: Callable[[], Any], timeout: float, what: str,
+                describe_failure: Callable[[str], Exception]) -> Any:
+    """Poll ``check`` until it returns without raising ``NotYet``; raise the exception built
+    by ``describe_failure(last_seen)`` at the deadline."""
+    last: list[str] = ["nothing observed yet"]
+
+    def attempt() -> Any:
+        try:
+            return check()
+        except NotYet as exc:
+            last[0] = str(exc)
+            raise
+
+    try:
+        for retry in Retrying(stop=stop_after_delay(max(timeout, 0.0)), wait=wait_fixed(POLL_S),
+                              retry=retry_if_exception_type(NotYet), reraise=False):
+            with retry:
+                return attempt()
+    except RetryError:
+        raise describe_failure(f"waited {timeout:.0f} s for {what}; last seen: {last[0]}") \
+            from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _transient(exc: BaseException) -> bool:
+    """Client errors worth a retry with a fresh admin client."""
+    from kafka.errors import KafkaError, UnknownBrokerIdError
+
+    if isinstance(exc, UnknownBrokerIdError):  # stale metadata right after a node restart
+        return True
+    if isinstance(exc, KafkaError):
+        return bool(exc.retriable or exc.invalid_metadata)
+    return isinstance(exc, (OSError, TimeoutError))
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+class AdminCluster(Cluster):
+    """Roles, topics, offsets and health through the admin APIs (see module docstring)."""
+
+    def _check_alive(self, node_ids: list[int] | None = None) -> None:
+        """Raise ``NodeError`` when one of ``node_ids`` (default: all) died unasked."""
+        raise NotImplementedError
+
+    def _logs_hint(self, node_ids: list[int] | None = None) -> str:
+        chosen = [n for n in self._nodes if node_ids is None or n.node_id in node_ids]
+        return "logs: " + ", ".join(f"node {n.node_id} {n.log_file}" for n in chosen)
+
+    def _last_error_line(self, node: Node) -> str:
+        try:
+            with open(node.log_file, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 64 * 1024))
+                lines = fh.read().decode(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        for line in reversed(lines):
+            if " ERROR " in line or "Exception" in line or line.startswith("Error"):
+                return line.strip()[:300]
+        return (lines[-1].strip()[:300] if lines else "(empty log)")
+
+    def _wait_ready(self, timeout: float) -> None:
+        expected = len(self._nodes)
+
+        def ready() -> None:
+            self._check_alive()
+            seen = self._registration()
+            if seen != "ok":
+                raise NotYet(seen)
+
+        try:
+            _wait_until(ready, timeout, f"{expected} unfenced brokers and a quorum leader",
+                        lambda msg: ClusterError(f"cluster in {self.workdir} not ready: {msg}; "
+                                                 f"{self._logs_hint()}"))
+        except NodeError as exc:
+            raise ClusterError(f"cluster in {self.workdir} did not start: {exc}; "
+                               f"{self._logs_hint()}") from None
+
+    def _registration(self, node_ids: list[int] | None = None) -> str:
+        """'ok' when the given (default: all) nodes are unfenced brokers and the quorum has a
+        leader; otherwise a description of what was seen."""
+        wanted = {n.node_id for n in self._nodes} if node_ids is None else set(node_ids)
+        try:
+            admin = self._admin()
+            cluster = admin.describe_cluster()
+            unfenced = {b["broker_id"] for b in cluster.get("brokers", [])
+                        if not b.get("is_fenced", False)}
+            if not wanted <= unfenced:
+                return f"unfenced brokers {sorted(unfenced)}, expected {sorted(wanted)}"
+            leader = self._quorum_leader(admin)
+            if leader is None or leader < 0:
+                return "no quorum leader yet"
+            return "ok"
+        except NotYet as exc:
+            return str(exc)
+        except Exception as exc:  # client errors while the cluster forms: keep polling
+            self._invalidate_admin()
+            return f"admin client error: {type(exc).__name__}: {exc}"
+
+    def _live_nodes(self) -> list[Node]:
+        return [n for n in self._nodes if self.node_state(n.node_id) is NodeState.RUNNING]
+
+    def _invalidate_admin(self) -> None:
+        with self._lock:
+            client, self._admin_client, self._admin_key = self._admin_client, None, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def _admin(self):
+        """An admin client bootstrapped only from running nodes (never a paused one: a
+        request to a SIGSTOPped broker hangs until its timeout)."""
+        from kafka import KafkaAdminClient
+
+        with self._lock:
+            live = self._live_nodes()
+            listening = [n for n in live if _port_open(n.host, n.port)]
+            if not listening:
+                raise NotYet(f"no running node accepts connections yet "
+                             f"(running: {[n.node_id for n in live]})")
+            key = ",".join(n.address for n in listening)
+            if self._admin_client is not None and self._admin_key == key:
+                return self._admin_client
+            self._invalidate_admin()
+            client = KafkaAdminClient(
+                bootstrap_servers=key, client_id="kreplica-cluster",
+                request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS, bootstrap_timeout_ms=5000,
+                reconnect_backoff_ms=50, reconnect_backoff_max_ms=500,
+                metadata_max_age_ms=1000)
+            self._admin_client, self._admin_key = client, key
+            return client
+
+    @contextlib.contextmanager
+    def _admin_call(self, what: str) -> Iterator[Any]:
+        """An admin client for one call; transient client errors (connection lost, timeout,
+        stale metadata) become ``NotYet`` and are retried with a fresh client."""
+        try:
+            yield self._admin()
+        except NotYet:
+            raise
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+            self._invalidate_admin()
+            raise NotYet(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    @staticmethod
+    def _quorum_leader(admin) -> int | None:
+        quorum = admin.describe_metadata_quorum()
+        partition = quorum["topics"][0]["partitions"][0]
+        if partition.get("error"):
+            raise NotYet(f"DescribeQuorum error: {partition['error']}")
+        return partition.get("leader_id")
+
+    def _retrying(self, what: str, fetch: Callable[[], Any], timeout: float) -> Any:
+        return _wait_until(fetch, timeout, what, lambda msg: ClusterError(
+            f"{msg}; {self._logs_hint()}"))
+
+    def _describe_partitions(self, topic: str) -> list[PartitionState]:
+        with self._admin_call(f"describe_topics({topic})") as admin:
+            described = admin.describe_topics([topic])
+        if not described:
+            raise NotYet(f"topic {topic} not in metadata")
+        entry = described[0]
+        if entry.get("error_code", 0) not in (0, None):
+            raise NotYet(f"topic {topic}: error code {entry['error_code']}")
+        result = []
+        for p in entry.get("partitions", []):
+            leader = p.get("leader_id")
+            result.append(PartitionState(
+                topic=topic, partition=p["partition_index"],
+                leader=None if leader is None or leader < 0 else leader,
+                leader_epoch=p.get("leader_epoch", -1),
+                replicas=tuple(p.get("replica_nodes", ())),
+                isr=tuple(p.get("isr_nodes", ()))))
+        if not result:
+            raise NotYet(f"topic {topic} has no partitions in metadata yet")
+        return sorted(result, key=lambda s: s.partition)
+
+    def partition_state(self, topic: str, partition: int, timeout: float = 30.0
+                        ) -> PartitionState:
+        def fetch() -> PartitionState:
+            for state in self._describe_partitions(topic):
+                if state.partition == partition:
+                    return state
+            raise NotYet(f"partition {topic}-{partition} not in metadata")
+        return self._retrying(f"metadata of {topic}-{partition}", fetch, timeout)
+
+    def active_controller(self, timeout: float = 30.0) -> int:
+        def fetch() -> int:
+            with self._admin_call("describe_metadata_quorum") as admin:
+                leader = self._quorum_leader(admin)
+            if leader is None or leader < 0:
+                raise NotYet("no quorum leader")
+            if self.node_state(leader) is not NodeState.RUNNING:
+                raise NotYet(f"quorum leader {leader} is not running (stale answer)")
+            return leader
+        return self._retrying("a KRaft quorum leader (DescribeQuorum)", fetch, timeout)
+
+    def quorum(self) -> dict[str, Any]:
+        """The raw DescribeQuorum answer (leader, epoch, voters with log end offsets)."""
+        with self._admin_call("describe_metadata_quorum") as admin:
+            return admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+
+    def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),
+                        timeout: float = 30.0) -> PartitionState:
+        def fetch() -> PartitionState:
+            state = self.partition_state(topic, partition, timeout=timeout)
+            if state.leader is None or state.leader in not_in:
+                raise NotYet(f"leader {state.leader} (epoch {state.leader_epoch}), "
+                             f"isr {list(state.isr)}")
+            return state
+        excluded = f" outside {sorted(not_in)}" if not_in else ""
+        return self._retrying(f"a leader of {topic}-{partition}{excluded}", fetch, timeout)
+
+    def create_topics(self, topics: list[TopicSpec], timeout: float = 30.0) -> None:
+        from kafka.admin import NewTopic
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        assert self.kafka_version is not None
+        new = [NewTopic(t.name, t.partitions, t.replication_factor,
+                        topic_configs=kconfig.topic_configs(self.kafka_version, t.config))
+               for t in topics]
+        attempts = [0]
+
+        def create() -> None:
+            attempts[0] += 1
+            with self._admin_call("create_topics") as admin:
+                try:
+                    admin.create_topics(new, timeout_ms=int(timeout * 1000))
+                except TopicAlreadyExistsError:
+                    if attempts[0] == 1:  # a retry finds what the lost first answer made
+                        raise
+        try:
+            self._retrying(f"topics {[t.name for t in topics]} created", create, timeout)
+        except KafkaError as exc:
+            raise ClusterError(
+                f"creating topics {[t.name for t in topics]} failed: {type(exc).__name__}: "
+                f"{exc}; {self._logs_hint()}") from None
+        self.wait_healthy([t.name for t in topics], timeout=timeout)
+        # a new partition's ISR is full in metadata before its followers have created it
+        # locally (seen 6 s apart on a loaded machine): wait until every replica answers
+        for t in topics:
+            for p in range(t.partitions):
+                self.log_end_offsets(t.name, p, timeout=timeout)
+
+    def delete_topics(self, names: list[str], timeout: float = 30.0) -> None:
+        from kafka.errors import KafkaError, UnknownTopicOrPartitionError
+
+        def delete() -> None:
+            with self._admin_call("delete_topics") as admin, \
+                    contextlib.suppress(UnknownTopicOrPartitionError):
+                admin.delete_topics(names, timeout_ms=int(timeout * 1000))
+
+        def gone() -> None:
+            with self._admin_call("list_topics") as admin:
+                left = set(admin.list_topics()) & set(names)
+            if left:
+                raise NotYet(f"topics still listed: {sorted(left)}")
+        try:
+            self._retrying(f"topics {names} deleted", delete, timeout)
+        except KafkaError as exc:
+            raise ClusterError(f"deleting topics {names} failed: {type(exc).__name__}: {exc}; "
+                               f"{self._logs_hint()}") from None
+        self._retrying(f"topics {names} deleted", gone, timeout)
+
+    def wait_healthy(self, topics: list[str] | None = None, timeout: float = 60.0) -> None:
+        not_running = {n.node_id: self.node_state(n.node_id).value for n in self._nodes
+                       if self.node_state(n.node_id) is not NodeState.RUNNING}
+        if not_running:
+            raise ClusterError(f"cluster in {self.workdir} cannot become healthy: nodes "
+                               f"{not_running} are not running (expected all running; call "
+                               f"heal() or start_node()); {self._logs_hint()}")
+
+        def healthy() -> None:
+            self._check_alive()
+            seen = self._registration()
+            if seen != "ok":
+                raise NotYet(seen)
+            names = topics
+            if names is None:
+                with self._admin_call("list_topics") as admin:
+                    names = [t for t in admin.list_topics() if not t.startswith("__")]
+            for name in names:
+                for state in self._describe_partitions(name):
+                    if state.leader is None:
+                        raise NotYet(f"{name}-{state.partition} has no leader")
+                    if not state.isr_full:
+                        raise NotYet(f"{name}-{state.partition} isr {list(state.isr)} "
+                                     f"of replicas {list(state.replicas)}")
+        _wait_until(healthy, timeout, "every node registered and every ISR full",
+                    lambda msg: ClusterError(f"cluster in {self.workdir} not healthy: {msg}; "
+                                             f"{self._logs_hint()}"))
+
+    def _wait_registered(self, node_id: int, timeout: float) -> None:
+        """Wait until ``node_id`` is an unfenced broker again (after a start or resume)."""
+        node = self.node(node_id)
+
+        def registered() -> None:
+            self._check_alive([node_id])
+            seen = self._registration([node_id])
+            if seen != "ok":
+                raise NotYet(seen)
+        _wait_until(registered, timeout, f"node {node_id} registered unfenced",
+                    lambda msg: NodeError(f"node {node_id} did not rejoin: {msg}; "
+                                          f"log: {node.log_file}", node_id, str(node.log_file)))
+
+    def log_end_offsets(self, topic: str, partition: int, timeout: float = 30.0
+                        ) -> dict[int, int]:
+        """Each running replica's log end offset, asked of that broker itself (ListOffsets
+        as a debugging client, which followers answer too)."""
+        from kafka.errors import for_code
+        from kafka.protocol.consumer import ListOffsetsRequest
+
+        state = self.partition_state(topic, partition, timeout)
+        result: dict[int, int] = {}
+        _Topic = ListOffsetsRequest.ListOffsetsTopic
+        for replica in state.replicas:
+            if self.node_state(replica) is not NodeState.RUNNING:
+                continue
+            request = ListOffsetsRequest(
+                replica_id=DEBUG_REPLICA_ID, isolation_level=0,
+                topics=[_Topic(name=topic, partitions=[_Topic.ListOffsetsPartition(
+                    partition_index=partition, timestamp=-1, current_leader_epoch=-1)])])
+
+            def ask(replica: int = replica, request: Any = request) -> int:
+                with self._admin_call(f"ListOffsets to node {replica}") as admin:
+                    manager = admin._manager
+
+                    async def send() -> Any:
+                        return await manager.send(request, node_id=replica)
+                    response = manager.run(send)
+                part = response.topics[0].partitions[0]
+                if part.error_code:
+                    raise NotYet(f"node {replica}: {for_code(part.error_code).__name__}")
+                return part.offset
+            result[replica] = self._retrying(f"log end offset of {topic}-{partition} on node "
+                                             f"{replica}", ask, timeout)
+        return result

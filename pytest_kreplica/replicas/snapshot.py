@@ -1,0 +1,165 @@
+"""Copy every replica's log of a case's topics into the run directory, with the cluster at
+rest, and write ``replicas.json`` (HISTORY.md "Replica logs").
+
+At rest means: every partition's ISR is full and every replica's log end offset equals the
+leader's. The wait is bounded; when it ends the snapshot is taken anyway and ``at_rest`` is
+false, so the verifier (and a person) knows the copies may lag. The high watermark is read
+*before* the files are copied, so every ISR copy holds at least the committed range.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from ..errors import ClusterError
+from .layout import REPLICAS_JSON
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..cluster.base import Cluster, PartitionState, TopicSpec
+
+REPLICAS_DIR = "replicas"
+
+
+class NotAtRest(Exception):
+    """The cluster is not at rest yet; the message says which partition and why."""
+
+
+def _partitions_of(cluster: Cluster, topics: list[str | TopicSpec], timeout: float
+                   ) -> list[tuple[str, int]]:
+    names = [t if isinstance(t, str) else t.name for t in topics]
+    known = {t.name: t.partitions for t in topics if not isinstance(t, str)}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(bootstrap_servers=cluster.live_bootstrap_servers(),
+                                 request_timeout_ms=int(timeout * 1000) + 1000,
+                                 reconnect_backoff_max_ms=500)
+        try:
+            for name in unknown:
+                parts = None
+                deadline = time.monotonic() + timeout
+                while not parts and time.monotonic() < deadline:
+                    parts = consumer.partitions_for_topic(name)
+                    if not parts:
+                        time.sleep(0.2)
+                if not parts:
+                    raise ClusterError(f"topic {name!r} has no partitions in the cluster's "
+                                       f"metadata after {timeout:.0f} s")
+                known[name] = max(parts) + 1
+        finally:
+            consumer.close()
+    return [(name, p) for name in names for p in range(known[name])]
+
+
+def _check_at_rest(cluster: Cluster, parts: list[tuple[str, int]]) -> None:
+    for topic, partition in parts:
+        state = cluster.partition_state(topic, partition)
+        if state.leader is None or state.leader < 0:
+            raise NotAtRest(f"{topic}-{partition} has no leader")
+        if not state.isr_full:
+            raise NotAtRest(f"{topic}-{partition}: ISR {list(state.isr)} of replicas "
+                            f"{list(state.replicas)}")
+        leos = cluster.log_end_offsets(topic, partition)
+        leader_leo = leos.get(state.leader)
+        behind = {n: o for n, o in leos.items() if o != leader_leo}
+        if leader_leo is None or behind or set(leos) != set(state.replicas):
+            raise NotAtRest(f"{topic}-{partition}: log end offsets {leos}, leader "
+                            f"{state.leader}")
+
+
+def _high_watermarks(cluster: Cluster, parts: list[tuple[str, int]], timeout: float
+                     ) -> dict[tuple[str, int], int]:
+    """ListOffsets(latest) as a consumer, answered by the leader: the high watermark."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=cluster.live_bootstrap_servers(),
+                             request_timeout_ms=int(timeout * 1000) + 1000,
+                             reconnect_backoff_max_ms=500)
+    try:
+        tps = [TopicPartition(t, p) for t, p in parts]
+        ends = consumer.end_offsets(tps, timeout_ms=int(timeout * 1000))
+        return {(tp.topic, tp.partition): int(o) for tp, o in ends.items()}
+    finally:
+        consumer.close()
+
+
+def _copy_logs(source: Path, dest: Path) -> int:
+    """Copy ``*.log`` of one replica's partition directory; a segment deleted meanwhile
+    (retention) is skipped. Returns the bytes copied."""
+    copied = 0
+    if not source.is_dir():
+        return 0
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.glob("*.log")):
+        try:
+            shutil.copyfile(path, dest / path.name)
+            copied += (dest / path.name).stat().st_size
+        except FileNotFoundError:
+            continue
+    return copied
+
+
+def snapshot_replicas(cluster: Cluster, topics: list[str | TopicSpec], run_dir: str | Path,
+                      timeout: float = 60.0) -> dict[str, Any]:
+    """Wait (at most ``timeout`` s) for the cluster to be at rest, copy the replicas' logs
+    of ``topics`` to ``run_dir/replicas/<node>/`` and write ``run_dir/replicas.json``.
+    Returns the replicas.json document (plus nothing else)."""
+    run_dir = Path(run_dir)
+    started = time.monotonic()
+    parts = _partitions_of(cluster, topics, timeout)
+    at_rest = True
+    last_reason = ""
+    remaining = max(1.0, timeout - (time.monotonic() - started))
+    try:
+        for attempt in Retrying(stop=stop_after_delay(remaining), wait=wait_fixed(0.5),
+                                retry=retry_if_exception_type((NotAtRest, ClusterError)),
+                                reraise=False):
+            with attempt:
+                try:
+                    _check_at_rest(cluster, parts)
+                except (NotAtRest, ClusterError) as exc:
+                    last_reason = str(exc)
+                    raise
+    except RetryError:
+        at_rest = False
+
+    states: dict[tuple[str, int], PartitionState] = {}
+    for topic, partition in parts:
+        states[(topic, partition)] = cluster.partition_state(topic, partition)
+    try:
+        hws = _high_watermarks(cluster, parts, max(5.0, timeout / 4))
+    except Exception as exc:  # kafka-python raises many types; the message carries on
+        raise ClusterError(f"cannot read the high watermarks of {parts}: {exc} "
+                           f"(broker logs: {', '.join(map(str, cluster.log_files().values()))})"
+                           ) from exc
+
+    log_dirs = cluster.log_dirs()
+    nodes = sorted({n for s in states.values() for n in s.replicas})
+    partitions = []
+    for (topic, partition), state in sorted(states.items()):
+        for node in state.replicas:
+            if node in log_dirs:
+                _copy_logs(Path(log_dirs[node]) / f"{topic}-{partition}",
+                           run_dir / REPLICAS_DIR / str(node) / f"{topic}-{partition}")
+        partitions.append({"topic": topic, "partition": partition,
+                           "leader": state.leader if state.leader is not None else -1,
+                           "replicas": list(state.replicas), "isr": list(state.isr),
+                           "high_watermark": hws[(topic, partition)]})
+    for node in nodes:
+        (run_dir / REPLICAS_DIR / str(node)).mkdir(parents=True, exist_ok=True)
+    doc = {"nodes": {str(n): f"{REPLICAS_DIR}/{n}" for n in nodes},
+           "partitions": partitions, "at_rest": at_rest}
+    if not at_rest:
+        doc["not_at_rest_reason"] = last_reason
+    tmp = run_dir / (REPLICAS_JSON + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, run_dir / REPLICAS_JSON)
+    return doc

@@ -1,0 +1,79 @@
+"""Network partitions on real containers: the links really go, the broker keeps running,
+and after heal the node is back in the ISR."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import KafkaProducer
+from kafka.errors import KafkaError
+from tenacity import retry, stop_after_delay, wait_fixed
+
+from pytest_kreplica.cluster import NodeState
+
+from .conftest import kafka_answers, peer_connects
+
+
+def producer_to(node, acks="all") -> KafkaProducer:
+    return KafkaProducer(bootstrap_servers=node.address, acks=acks, retries=0,
+                         request_timeout_ms=6000, max_block_ms=10000, linger_ms=0,
+                         reconnect_backoff_max_ms=500)
+
+
+@pytest.mark.parametrize("from_clients", [False, True], ids=["peers", "peers-and-clients"])
+def test_partitioned_leader_cannot_commit_and_rejoins(healthy, topic, from_clients):
+    cluster = healthy
+    leader = cluster.leader(topic, 0)
+    peers = [n.node_id for n in cluster.nodes if n.node_id != leader]
+    producer = producer_to(cluster.node(leader))
+    try:
+        producer.send(topic, b"before").get(timeout=30)  # metadata says: leader is `leader`
+
+        cluster.partition(leader, from_clients=from_clients)
+
+        assert cluster.partitioned() == {leader: from_clients}
+        assert cluster.node_state(leader) is NodeState.RUNNING  # the broker keeps running
+        for peer in peers:
+            assert not peer_connects(cluster, peer, leader)
+            assert not peer_connects(cluster, leader, peer)
+        assert peer_connects(cluster, peers[0], peers[1])
+        assert kafka_answers("127.0.0.1", cluster.node(leader).port) is not from_clients
+        with pytest.raises(KafkaError):
+            producer.send(topic, b"during").get(timeout=30)
+        new = cluster.wait_for_leader(topic, 0, not_in={leader}, timeout=45)
+        assert new.leader in peers
+    finally:
+        producer.close(timeout=5)
+
+    cluster.heal(leader)
+
+    assert cluster.partitioned() == {}
+    assert peer_connects(cluster, peers[0], leader)
+    assert kafka_answers("127.0.0.1", cluster.node(leader).port)
+    cluster.wait_healthy([topic], timeout=120)
+    assert set(cluster.isr(topic, 0)) == {leader, *peers}
+
+
+def test_partitioned_follower_leaves_isr_and_majority_commits(healthy, topic):
+    cluster = healthy
+    state = cluster.partition_state(topic, 0)
+    follower = next(r for r in state.replicas if r != state.leader)
+
+    cluster.partition(follower)
+
+    @retry(stop=stop_after_delay(45), wait=wait_fixed(0.5), reraise=True)
+    def shrunk() -> tuple[int, ...]:
+        isr = cluster.isr(topic, 0)
+        assert follower not in isr, f"expected node {follower} out of the ISR; ISR {isr}"
+        return isr
+
+    assert len(shrunk()) == 2
+    producer = producer_to(cluster.node(cluster.leader(topic, 0)))
+    try:
+        meta = producer.send(topic, b"majority").get(timeout=30)  # acks=all: 2 of 3 suffice
+        assert meta.offset >= 0
+    finally:
+        producer.close(timeout=5)
+
+    cluster.heal(follower)
+    cluster.wait_healthy([topic], timeout=120)
+    assert follower in cluster.isr(topic, 0)

@@ -1,0 +1,121 @@
+"""MirrorMaker 2 against two real 1-broker clusters: it really stops, pauses and resumes
+under each failure type (nothing is mirrored while it is down, mirroring moves again after
+the restore), and the mirror nemesis records its faults as events."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import psutil
+import pytest
+
+from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
+from pytest_kreplica.history import RunWriter
+from pytest_kreplica.mirror import ClusterWriter, MirrorMaker, MirrorNemesis, probe
+from pytest_kreplica.nemesis import FaultPlan
+
+TOPIC = "mm-it"
+DOWN_WINDOW_S = 4.0  # how long we watch the target not move while MirrorMaker is down
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    from pytest_kreplica.cluster.process import ProcessCluster
+
+    root = tmp_path_factory.mktemp("mm-pair")
+    source = ProcessCluster(ClusterSpec(brokers=1, role="source"), root / "source")
+    target = ProcessCluster(ClusterSpec(brokers=1, role="target"), root / "target")
+    try:
+        source.start(timeout=180)
+        target.start(timeout=180)
+        source.create_topics([TopicSpec(TOPIC, 2, 1)])
+        yield source, target
+    finally:
+        source.close()
+        target.close()
+
+
+@pytest.fixture(scope="module")
+def mirror(pair, tmp_path_factory):
+    source, target = pair
+    mm = MirrorMaker(source, target, [TOPIC], tmp_path_factory.mktemp("mm"))
+    writer = RunWriter(tmp_path_factory.mktemp("mm-run"))
+    try:
+        mm.start()
+        probe([TOPIC], source.bootstrap_servers, ClusterWriter(writer, "source"))
+        mm.wait_ready()
+        yield mm, writer
+    finally:
+        mm.close()
+        writer.close()
+        assert mm.pid is None or not psutil.pid_exists(mm.pid) or \
+            psutil.Process(mm.pid).status() == psutil.STATUS_ZOMBIE
+
+
+def _send(bootstrap: str, n: int, tag: str) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        for i in range(n):
+            producer.send(TOPIC, f"{tag}-{i}".encode(), partition=i % 2).get(timeout=60)
+    finally:
+        producer.close(timeout=10)
+
+
+@pytest.mark.parametrize("failure", ["clean", "hard", "soft"])
+def test_mirror_maker_really_stops_and_mirrors_again(pair, mirror, failure):
+    source, _target = pair
+    mm, _writer = mirror
+    pid = mm.pid
+    strike = {"clean": mm.terminate, "hard": mm.kill, "soft": mm.pause}[failure]
+    strike()
+    if failure == "soft":
+        assert mm.state is NodeState.PAUSED
+        assert psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    else:
+        assert mm.state is NodeState.STOPPED
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == \
+            psutil.STATUS_ZOMBIE
+    time.sleep(1.0)  # requests MirrorMaker sent before the strike may still land
+    before = mm.target_total()
+    _send(source.bootstrap_servers, 20, f"{failure}-down")
+    deadline = time.monotonic() + DOWN_WINDOW_S
+    while time.monotonic() < deadline:
+        assert mm.target_total() == before, f"mirrored while {failure}-failed"
+        time.sleep(0.5)
+    (mm.resume if failure == "soft" else mm.start)()
+    assert (mm.pid == pid) == (failure == "soft")
+    mm.wait_mirroring(before + 19)  # all 20 records of the downtime arrive
+    assert mm.target_total() >= before + 20
+
+
+def test_mirror_nemesis_records_strike_restore_and_recovery(pair, mirror):
+    source, _target = pair
+    mm, writer = mirror
+    plan = FaultPlan(seed=7, failure="hard", target="mirror-maker", failures=1,
+                     downtime_s=2.0, delay_s=(0.1, 0.2))
+    stop = threading.Event()
+
+    def keep_sending() -> None:  # the nemesis judges recovery by new records arriving
+        for i in range(100):
+            if stop.is_set():
+                return
+            _send(source.bootstrap_servers, 10, f"n{i}")
+
+    sender = threading.Thread(target=keep_sending)
+    sender.start()
+    try:
+        records = MirrorNemesis(mm, writer, plan).run()
+    finally:
+        stop.set()
+        sender.join(120)
+    assert len(records) == 1 and records[0].error is None, records
+    assert records[0].state_after_strike == "stopped"
+    assert records[0].recovery_s is not None and records[0].recovery_s > 0
+    events = [json.loads(line) for line in
+              (writer.run_dir / "events.jsonl").read_text().splitlines()]
+    kinds = [e["kind"] for e in events if e["role"] == "mirror-maker"]
+    assert kinds == ["kill", "start", "recovered"], kinds

@@ -1,0 +1,79 @@
+"""The failure plugin's pytest logic through ``pytester`` (no cluster: the inner tests only
+look at the hooks the plugin adds): soak cases stay out unless asked for, the duration
+option, the ci subset of a failure matrix, and the hooks a failure case gets."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+FAILURES = """
+    scenario: replication
+    dimensions:
+      failure: [none, hard]
+      acks: [-1, 1]
+    marks:
+      ci: [{failure: hard, acks: -1}]
+"""
+SOAK = """
+    scenario: replication
+    markers: [soak]
+    dimensions:
+      failure: [random]
+      target: [random]
+      duration: [600]
+"""
+HOOKS_TEST = """
+    import pytest
+    from pytest_kreplica.scenario import CaseHooks
+
+    @pytest.mark.kreplica_scenario("replication")
+    def test_case(kreplica_case, pytestconfig):
+        hooks = CaseHooks()
+        pytestconfig.hook.pytest_kreplica_case_hooks(config=pytestconfig, case=kreplica_case,
+                                                     hooks=hooks)
+        names = [h.__name__ for h in hooks.during_produce]
+        print(f"HOOKS {kreplica_case.case_id} {kreplica_case.semantics} {names} "
+              f"keep={len(hooks.keep_producing)}")
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester):
+    pytester.mkdir("matrices")
+    (pytester.path / "matrices" / "fail.yaml").write_text(textwrap.dedent(FAILURES))
+    (pytester.path / "matrices" / "production.yaml").write_text(textwrap.dedent(SOAK))
+    pytester.makepyfile(test_cases=textwrap.dedent(HOOKS_TEST))
+    return pytester
+
+
+def test_soak_cases_run_only_when_asked_for(project):
+    plain = project.runpytest("--strict-markers", "-q")
+    plain.assert_outcomes(passed=4, deselected=1)
+    asked = project.runpytest("--strict-markers", "-q", "-m", "soak")
+    asked.assert_outcomes(passed=1, deselected=4)
+    by_name = project.runpytest("--strict-markers", "-q", "--kreplica-matrix", "production")
+    by_name.assert_outcomes(passed=1)
+
+
+def test_failure_cases_get_a_nemesis_and_their_semantics(project):
+    out = project.runpytest("-q", "-s", "-m", "fail").stdout.str()
+    assert "HOOKS fail-acks-1-nofail at-least-once [] keep=0" in out
+    assert "HOOKS fail-acks-1-hard at-least-once ['nemesis(hard leader)'] keep=1" in out
+    assert "HOOKS fail-acks1-hard at-most-once ['nemesis(hard leader)'] keep=1" in out
+
+
+def test_ci_subset_of_a_failure_matrix(project):
+    result = project.runpytest("--strict-markers", "-q", "-m", "ci", "-s")
+    result.assert_outcomes(passed=1, deselected=4)
+    assert "HOOKS fail-acks-1-hard " in result.stdout.str()
+
+
+@pytest.mark.parametrize("value", ["-5", "soon"])
+def test_bad_duration_is_one_line_usage_error(project, value):
+    result = project.runpytest("-q", "--kreplica-duration", value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (f"--kreplica-duration / KREPLICA_DURATION: bad value '{value}'; allowed: a "
+            f"number of seconds > 0") in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
