@@ -643,6 +643,8 @@ def run_mirror_case(case: Any, source: Any, target: Any, run_dir: Path, *,
     with phases.timed("replicas"):
         replica = _replicas_both(source, target, topics, list(mm.mirrored.values()),
                                  case.partitions, run_dir, replica_check)
+        if replica_check:
+            _verify_both(run_dir, replica, extra, spark_master)
     with phases.timed("validation"):
         from .checker import check
 
@@ -729,3 +731,21 @@ def acquire_pair(pool: Any, case: Any, target_version: str | None = None) -> tup
     if source_spec not in pool._clusters:
         source = pool.acquire(source_spec)
     return source, target
+
+
+def _verify_both(run_dir: Path, replica: Any, extra: dict[str, Any],
+                 spark_master: str | None) -> None:
+    """The batch-level replica-log verifier (``kreplica verify-logs``) on each cluster's
+    snapshot; its anomalies join the replica check (and so the case's validity)."""
+    try:
+        from .replicas.verify import verify_logs
+    except ImportError as exc:  # the verifier is optional for this runner
+        extra["replica_logs"] = f"not available ({exc})"
+        return
+    extra["replica_logs"] = {}
+    for name in ("source", "target"):
+        verdict = verify_logs(run_dir / f"replicas-{name}", spark_master=spark_master)
+        extra["replica_logs"][name] = {"valid": verdict.valid, "counts": verdict.counts,
+                                       "first_divergence": verdict.first_divergence}
+        if not verdict.valid:
+            replica.mismatches.append({"cluster": name, "verify_logs": verdict.summary()})

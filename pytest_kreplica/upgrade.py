@@ -22,7 +22,7 @@ from typing import Any
 
 from .cluster.base import ClusterSpec
 from .cluster.process import ProcessCluster
-from .errors import ClusterError
+from .errors import ClusterError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,10 @@ FEATURES_TIMEOUT_S = 180.0
 NODE_TIMEOUT_S = 180.0  # one node: stop, start on the new jars, every replica in sync
 _MAPPING_RE = re.compile(r"metadata\.version=(\d+)\s*\(([^)]+)\)")
 _FINALIZED_RE = re.compile(r"Feature:\s*metadata\.version\s.*?FinalizedVersionLevel:\s*(\S+)")
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
 
 
 class VersionedCluster(ProcessCluster):
@@ -42,6 +46,15 @@ class VersionedCluster(ProcessCluster):
                  node_versions: dict[int, str] | None = None, **kwargs: Any):
         super().__init__(spec, workdir, **kwargs)
         self.node_versions: dict[int, str] = dict(node_versions or {})
+        older = {n: v for n, v in self.node_versions.items() if spec.kafka_version
+                 and _key(v) < _key(spec.kafka_version)}
+        if older or (self.node_versions and spec.kafka_version is None):
+            # storage is formatted by spec.kafka_version's tool at its metadata version,
+            # which an older broker cannot read
+            raise InputError(f"mixed cluster: node versions {self.node_versions} must not be "
+                             f"older than the cluster's kafka_version "
+                             f"{spec.kafka_version or 'default (newest)'}; allowed: the "
+                             f"oldest version as kafka_version, newer ones per node")
         self._node_dists: dict[int, Any] = {}
 
     def _dist_for(self, node_id: int) -> Any:

@@ -41,6 +41,7 @@ PR_SET_PDEATHSIG = 1
 STATE_FILE = "cluster.json"
 FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
+ARCHIVE_RETRY_AFTER_S = 24 * 3600
 QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
 
 
@@ -512,6 +513,8 @@ def ensure_class_data_archive(dist: distribution.Distribution, timeout: float = 
     Any failure leaves a ``.failed`` marker and brokers simply start without an archive."""
     archive = dist.archive_path
     failed = archive.with_suffix(".failed")
+    if failed.exists() and time.time() - failed.stat().st_mtime > ARCHIVE_RETRY_AFTER_S:
+        failed.unlink(missing_ok=True)  # e.g. it timed out on a machine that was overloaded
     if archive.exists() or failed.exists():
         return archive.exists()
     try:

@@ -119,3 +119,56 @@ def test_mirror_nemesis_records_strike_restore_and_recovery(pair, mirror):
               (writer.run_dir / "events.jsonl").read_text().splitlines()]
     kinds = [e["kind"] for e in events if e["role"] == "mirror-maker"]
     assert kinds == ["kill", "start", "recovered"], kinds
+
+
+def test_checker_finds_anomalies_planted_in_a_real_mirrored_history(pair, mirror, tmp_path):
+    """A history really mirrored by MirrorMaker 2 is valid; the same history with one target
+    poll removed has a lost id, and with one id polled again at a new target offset a
+    duplicate (shared/HISTORY.md "Mirrored runs")."""
+    from pathlib import Path
+
+    from pytest_kreplica.checker import check
+    from pytest_kreplica.history import write_run_json
+    from pytest_kreplica.matrix import parse_matrix
+    from pytest_kreplica.workload import Consumer, produce
+
+    source, target = pair
+    mm, _ = mirror
+    case = parse_matrix(Path("planted.yaml"), {"scenario": "mirror", "dimensions": {
+        "partitions": [2], "replication_factor": [1], "brokers": [1],
+        "messages": [40]}}).cases[0]
+    real = tmp_path / "real"
+    write_run_json(real, {"semantics": "at-least-once", "mirror": {"topics": mm.mirrored}})
+    with RunWriter(real) as writer:
+        consumer = Consumer([mm.mirrored[TOPIC]], 2, target.live_bootstrap_servers,
+                            ClusterWriter(writer, "target")).start()
+        stats = produce(case, [TOPIC], source.bootstrap_servers,
+                        ClusterWriter(writer, "source"))
+        assert not consumer.drain(set(stats.acked_ids), 180)
+    sends = (real / "sends.jsonl").read_text()
+    ids = {json.loads(line)["id"] for line in sends.splitlines()}
+    # earlier tests mirrored records of their own into the topic: keep this run's only
+    polls = [p for p in (json.loads(line) for line in
+                         (real / "polls.jsonl").read_text().splitlines()) if p["id"] in ids]
+
+    def variant(name: str, rows: list[dict]) -> Path:
+        run_dir = tmp_path / name
+        write_run_json(run_dir, {"semantics": "at-least-once",
+                                 "mirror": {"topics": mm.mirrored}})
+        (run_dir / "sends.jsonl").write_text(sends)
+        (run_dir / "polls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (run_dir / "events.jsonl").write_text("")
+        return run_dir
+
+    clean = check(variant("clean", polls))
+    assert clean.valid and clean.counts["lost"] == clean.counts["duplicated"] == 0, \
+        clean.counts
+    part0 = [p for p in polls if p["partition"] == 0]
+    dropped = part0[len(part0) // 2]
+    lossy = check(variant("lost", [p for p in polls if p is not dropped]))
+    assert lossy.counts["lost"] == 1 and not lossy.valid, lossy.counts
+    again = {**part0[-1], "offset": part0[-1]["offset"] + 1000,
+             "poll": max(p["poll"] for p in polls) + 1, "index": 0}
+    dup = check(variant("duplicated", [*polls, again]))
+    assert dup.counts["duplicated"] == 1 and dup.valid, dup.counts  # at-least-once allows it
+    assert not check(variant("duplicated-eo", [*polls, again]), "exactly-once").valid
