@@ -14,6 +14,7 @@ from .tables import (
     find_table,
     first_jsonl_problem,
     first_problem,
+    parquet_schema_problem,
     read_exempting_events,
 )
 from .verdict import ANOMALIES, DEFAULT_SEMANTICS, Verdict
@@ -62,6 +63,10 @@ def check(
     mirrored = is_mirrored(path, meta)
     sends_table = find_table(path, SENDS)
     polls_table = find_table(path, POLLS)
+    for table in (sends_table, polls_table):
+        problem = parquet_schema_problem(table) if table.format == "parquet" else None
+        if problem:
+            raise HistoryError(problem)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
 
     from ..spark import get_spark
@@ -80,9 +85,15 @@ def check(
                                                             "reused_ids")}
         if raw["reused_ids"]:
             extra["reused_ids"] = raw["reused_ids"]
-        examples = rules.examples(frames, counts) if any(counts[a] for a in ANOMALIES) else {}
-        if (path / REPLICAS_JSON).exists():
-            _locate_missing(spark, path, frames, counts, examples, extra)
+        examples: dict[str, list] = {}
+        lookup = (path / REPLICAS_JSON).exists()
+        if any(counts[a] for a in ANOMALIES):
+            with rules.cached(frames):
+                examples = rules.examples(frames, counts)
+                if lookup:
+                    _locate_missing(spark, path, frames, counts, examples, extra)
+        elif lookup:
+            counts.update(in_log=0, not_in_log=0)
     return Verdict.from_counts(counts, chosen, examples, extra)
 
 
@@ -106,10 +117,11 @@ def _judge_bad_rows(raw: dict[str, int], sends: Table, polls: Table,
 def _locate_missing(spark, run_dir: Path, frames, counts: dict[str, int],
                     examples: dict[str, list], extra: dict[str, Any]) -> None:
     """Where the replica-log verifier is installed, look the lost and unseen ids up in the
-    replicas' logs: ``in_log`` (kept by the broker, missed by the consumer) / ``not_in_log``."""
-    counts.setdefault("in_log", 0)
-    counts.setdefault("not_in_log", 0)
+    replicas' logs: ``in_log`` (kept by the broker, missed by the consumer) / ``not_in_log``.
+    ``locate_missing(spark, run_dir, missing)`` gets a DataFrame (id, cluster, topic,
+    partition, offset, anomaly) and returns ``{"counts": {...}, "examples": {...}}``."""
     if not counts["lost"] + counts["unseen"]:
+        counts.update(in_log=0, not_in_log=0)
         return
     try:
         from ..replicas.locate import locate_missing
@@ -121,9 +133,11 @@ def _locate_missing(spark, run_dir: Path, frames, counts: dict[str, int],
     from . import rules
 
     found = locate_missing(spark, run_dir, rules.missing_ids(frames)) or {}
-    found_counts = found.get("counts", found)
+    found_counts = dict(found.get("counts", {}))
     for key in ("in_log", "not_in_log"):
-        counts[key] = int(found_counts.get(key, 0) or 0)
+        counts[key] = int(found_counts.pop(key, 0) or 0)
+    if found_counts:
+        extra["replica_lookup"] = found_counts
     for key, rows in (found.get("examples") or {}).items():
         if rows:
             examples[key] = list(rows)

@@ -15,6 +15,8 @@ anomaly occurred. Everything is Spark SQL expressions: no Python UDF.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,14 +287,7 @@ def examples(frames: Frames, counts: dict[str, int],
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part)
-    # the branches share the rows and per-id tables: compute each once
-    rows.persist(StorageLevel.MEMORY_AND_DISK)
-    per_id.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        collected = union.collect()
-    finally:
-        per_id.unpersist()
-        rows.unpersist()
+    collected = union.collect()
     out: dict[str, list[dict[str, Any]]] = {}
     for r in collected:
         d = {k: v for k, v in r.asDict().items() if v is not None and k != "anomaly"}
@@ -314,6 +309,19 @@ def _group_positions(rows: list[dict[str, Any]], limit: int) -> list[dict[str, A
         if pos not in entry["positions"]:
             entry["positions"].append(pos)
     return list(grouped.values())[:limit]
+
+
+@contextmanager
+def cached(frames: Frames) -> Iterator[None]:
+    """Keep the row and per-id tables while several queries read them (examples, replica
+    lookup): each is computed once instead of once per query."""
+    frames.rows.persist(StorageLevel.MEMORY_AND_DISK)
+    frames.per_id.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        yield
+    finally:
+        frames.per_id.unpersist()
+        frames.rows.unpersist()
 
 
 def missing_ids(frames: Frames) -> DataFrame:

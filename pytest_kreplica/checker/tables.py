@@ -111,23 +111,29 @@ def parquet_files(path: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- row validation (Python)
 
+_SPECS = {name: tuple((c.name, c.kind == INT, c.required, c.allowed) for c in cols)
+          for name, cols in COLUMNS.items()}
+
+
 def row_problem(name: str, row: Any) -> str | None:
     """Why a decoded row breaks the contract, or None. Integers must be JSON integers."""
     if not isinstance(row, dict):
         return f"expected a JSON object, found {type(row).__name__}"
-    for col in COLUMNS[name]:
-        value = row.get(col.name)
+    get = row.get
+    for key, is_int, required, allowed in _SPECS[name]:
+        value = get(key)
         if value is None:
-            if col.required:
-                return f"key '{col.name}' is missing or null"
+            if required:
+                return f"key '{key}' is missing or null"
             continue
-        if col.kind == INT:
-            if isinstance(value, bool) or not isinstance(value, int):
-                return f"key '{col.name}' is {json.dumps(value)}; expected an integer"
-        elif not isinstance(value, str) and not (col.name == "node" and isinstance(value, int)):
-            return f"key '{col.name}' is {json.dumps(value)}; expected a string"
-        if col.allowed is not None and value not in col.allowed:
-            return f"key '{col.name}' is {value!r}; allowed: {', '.join(col.allowed)}"
+        kind = type(value)
+        if is_int:
+            if kind is not int:
+                return f"key '{key}' is {json.dumps(value)}; expected an integer"
+        elif kind is not str and not (key == "node" and kind is int):
+            return f"key '{key}' is {json.dumps(value)}; expected a string"
+        if allowed is not None and value not in allowed:
+            return f"key '{key}' is {value!r}; allowed: {', '.join(allowed)}"
     return None
 
 
@@ -139,6 +145,7 @@ def iter_jsonl(table: Table, tolerate_torn_tail: bool = True) -> Iterator[dict[s
         handle = open(table.path, "rb")  # noqa: SIM115
     except OSError as exc:
         raise HistoryError(f"{table.path}: cannot read: {exc.strerror}") from None
+    loads = json.loads
     with handle:
         lineno = 0
         for raw in handle:
@@ -146,7 +153,7 @@ def iter_jsonl(table: Table, tolerate_torn_tail: bool = True) -> Iterator[dict[s
             if not raw.strip():
                 continue
             try:
-                row = json.loads(raw)
+                row = loads(raw.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 if tolerate_torn_tail and not raw.endswith(b"\n") and _at_eof(handle):
                     return
