@@ -29,7 +29,7 @@ border-bottom:1px solid #ddd;padding-bottom:4px}
 table{border-collapse:collapse;font-size:0.9em;margin:6px 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.bad{color:#c62828;font-weight:600}.warn{color:#b26a00;font-weight:600}.muted{color:#777}.grid{display:flex;gap:28px;
+.bad{color:#c62828;font-weight:600}.warn{color:#b26a00;font-weight:600}.muted{color:#777}.grid{display:flex;gap:28px;align-items:flex-start;
 flex-wrap:wrap}code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
 svg{max-width:100%;height:auto}details summary{cursor:pointer;color:#1565c0}
 """
