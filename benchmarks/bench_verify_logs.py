@@ -101,6 +101,23 @@ def make_run(root: Path, kind: str, gib: float) -> tuple[Path, list[Path]]:
     return run, sorted(run.glob("replicas/*/*/*.log"))
 
 
+def tree_cpu() -> float:
+    """CPU seconds used so far by this process and its descendants (the Spark JVM and its
+    Python workers): live processes' own time plus what their reaped children used."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + (t.children_user + t.children_system if p is not me
+                                      else 0.0)
+    return total
+
+
 def timed(fn) -> float:
     start = time.perf_counter()
     fn()
@@ -142,7 +159,7 @@ def main() -> int:
                   f"wall, {one.size / cpu / 1e6:.0f} MB/s of CPU time, "
                   f"{one.batches / cpu / 1e3:.0f} k batches per CPU second "
                   f"({one.batches} batches)", flush=True)
-            sha, ver, sha_cpu = [], [], []
+            sha, ver, sha_cpu, ver_cpu = [], [], [], []
             verdict = None
             for i in range(args.runs):
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -155,22 +172,27 @@ def main() -> int:
                 def verify(run=run):
                     nonlocal verdict
                     verdict = verify_logs(run, spark=spark)
+                cpu0 = tree_cpu()
                 ver.append(timed(verify))
+                ver_cpu.append(tree_cpu() - cpu0)
                 print(f"  run {i + 1}: sha256sum {sha[-1]:.1f} s ({sha_cpu[-1]:.1f} s CPU), "
-                      f"verify-logs {ver[-1]:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+                      f"verify-logs {ver[-1]:.1f} s ({ver_cpu[-1]:.1f} s CPU) "
+                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
             assert verdict is not None and verdict.valid, verdict.summary()
             assert verdict.counts["bytes"] == size
             s, v = statistics.median(sha), statistics.median(ver)
             results.append((kind, size, verdict.counts["batches"], s, v,
-                            statistics.median(sha_cpu)))
+                            statistics.median(sha_cpu), statistics.median(ver_cpu)))
             shutil.rmtree(run)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         stop_spark()
-    print("\nset        GiB   batches      sha256sum MB/s (per CPU s)  verify-logs MB/s  ratio")
-    for kind, size, batches, s, v, c in results:
-        print(f"{kind:9s} {size / (1 << 30):5.2f} {batches:10d}  {size / s / 1e6:14.0f} "
-              f"({size / c / 1e6:5.0f})  {size / v / 1e6:16.0f}  {s / v:5.2f}")
+    print("\nset        GiB   batches   sha256sum MB/s  verify-logs MB/s  ratio   "
+          "per CPU-second: sha256sum  verify-logs  ratio")
+    for kind, size, batches, s, v, c, vc in results:
+        print(f"{kind:9s} {size / (1 << 30):5.2f} {batches:10d}  {size / s / 1e6:14.0f}  "
+              f"{size / v / 1e6:16.0f}  {s / v:5.2f}   {size / c / 1e6:24.0f}  "
+              f"{size / vc / 1e6:11.0f}  {c / vc:5.2f}")
     print(f"(medians of {args.runs}; load average now {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores)")
     return 0

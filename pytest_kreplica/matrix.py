@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cluster import BACKENDS
 from .errors import MatrixError
 
 TOP_LEVEL_KEYS = ("description", "scenario", "markers", "strategy", "dimensions", "exclude",
@@ -32,7 +33,7 @@ _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 
-class _Invalid(ValueError):
+class InvalidValue(ValueError):
     """A value a dimension rejects; the message lists what is allowed."""
 
 
@@ -40,7 +41,7 @@ class _Invalid(ValueError):
 def _int_at_least(minimum: int) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise _Invalid(f"an integer >= {minimum}")
+            raise InvalidValue(f"an integer >= {minimum}")
         return value
 
     return parse
@@ -52,7 +53,7 @@ def _choice(*allowed: str, aliases: Mapping[Any, str] | None = None) -> Callable
             return aliases[value]
         if isinstance(value, str) and value in allowed:
             return value
-        raise _Invalid(" | ".join(allowed))
+        raise InvalidValue(" | ".join(allowed))
 
     return parse
 
@@ -60,12 +61,12 @@ def _choice(*allowed: str, aliases: Mapping[Any, str] | None = None) -> Callable
 def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    raise _Invalid("true | false")
+    raise InvalidValue("true | false")
 
 
 def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise _Invalid("a number of seconds >= 0")
+        raise InvalidValue("a number of seconds >= 0")
     return float(value)
 
 
@@ -75,7 +76,7 @@ def _acks(value: Any) -> int:
         return -1 if value == "all" else int(value)
     if isinstance(value, str) and value.lstrip("-").isdigit() and int(value) in (-1, 0, 1):
         return int(value)
-    raise _Invalid("-1 | all | 1 | 0")
+    raise InvalidValue("-1 | all | 1 | 0")
 
 
 def _segment_bytes(value: Any) -> int | None:
@@ -87,7 +88,7 @@ def _segment_bytes(value: Any) -> int | None:
         match = re.fullmatch(r"(\d+)\s*([kKmM]?)i?[bB]?", value.strip())
         if match and int(match.group(1)) > 0:
             return int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
-    raise _Invalid("default | an integer of bytes >= 14 | a size such as 1K, 2K, 10K, 1M")
+    raise InvalidValue("default | an integer of bytes >= 14 | a size such as 1K, 2K, 10K, 1M")
 
 
 def _kafka_version(value: Any) -> str | None:
@@ -95,7 +96,7 @@ def _kafka_version(value: Any) -> str | None:
         return None
     if isinstance(value, str) and _VERSION_RE.match(value):
         return value
-    raise _Invalid("default | a version x.y.z such as 3.9.2 or 4.3.1")
+    raise InvalidValue("default | a version x.y.z such as 3.9.2 or 4.3.1")
 
 
 def _seed(value: Any) -> int | None:
@@ -182,8 +183,8 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               ("mirror-pair", "upgrade"),
               doc="version-compat form: a mirrored pair of two versions, or a rolling "
                   "upgrade of one cluster from kafka_version to target_kafka_version"),
-    Dimension("backend", _choice("process", "docker"), "process", lambda v: v,
-              lambda v: [f"backend_{v}"], ("process", "docker"), doc="cluster backend"),
+    Dimension("backend", _choice(*BACKENDS), "process", lambda v: v,
+              lambda v: [f"backend_{v}"], BACKENDS, doc="cluster backend"),
     # failure dimensions (issue 4 drives the faults; validated here)
     Dimension("failure", _choice("none", "clean", "hard", "soft", "partition", "random"),
               "none", lambda v: "nofail" if v == "none" else v, lambda v: [f"failure_{v}"],
@@ -296,7 +297,7 @@ def _parse_value(path: Path, where: str, name: str, value: Any) -> Any:
                                              f"{', '.join(DIMENSIONS)}")
     try:
         return DIMENSIONS[name].parse(value)
-    except _Invalid as exc:
+    except InvalidValue as exc:
         raise _fail(path, f"{where}.{name}", f"bad value {value!r}; allowed: {exc}") from None
 
 

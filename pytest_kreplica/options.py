@@ -5,7 +5,6 @@ resolved once into a frozen ``KreplicaOptions`` with precedence CLI > ini > env 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +24,6 @@ HELP_SPARK_MASTER = ("Spark master URL for the validation (default: local; "
 HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "
                          "(env KREPLICA_NO_REPLICA_CHECK=1)")
 
-BACKENDS = ("process", "docker")
-_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -72,6 +69,18 @@ def _truthy(text: str | None) -> bool | None:
     return text.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _dimension_value(dimension: str, option: str, value: object | None) -> object | None:
+    """Options that set a matrix dimension's default accept exactly its values."""
+    if value is None:
+        return None
+    from .matrix import DIMENSIONS, InvalidValue
+
+    try:
+        return DIMENSIONS[dimension].parse(value)
+    except InvalidValue as exc:
+        raise pytest.UsageError(f"{option}: bad value {value!r}; allowed: {exc}") from None
+
+
 def resolve(config: pytest.Config) -> KreplicaOptions:
     """Read every option once; a bad value is a one-line ``pytest.UsageError``."""
     env = os.environ
@@ -80,14 +89,10 @@ def resolve(config: pytest.Config) -> KreplicaOptions:
                    env.get("KREPLICA_OUTPUT"))
     version = _pick(config.getoption("kreplica_kafka_version"),
                     config.getini("kreplica_kafka_version"), env.get("KREPLICA_KAFKA_VERSION"))
-    if version is not None and version != "default" and not _VERSION_RE.match(str(version)):
-        raise pytest.UsageError(f"--kreplica-kafka-version: bad value {version!r}; "
-                                "allowed: default | a version x.y.z such as 3.9.2")
+    version = _dimension_value("kafka_version", "--kreplica-kafka-version", version)
     backend = _pick(config.getoption("kreplica_backend"), config.getini("kreplica_backend"),
                     env.get("KREPLICA_BACKEND"), "process")
-    if backend not in BACKENDS:
-        raise pytest.UsageError(f"--kreplica-backend: bad value {backend!r}; "
-                                f"allowed: {' | '.join(BACKENDS)}")
+    backend = _dimension_value("backend", "--kreplica-backend", backend)
     no_check = _pick(config.getoption("kreplica_no_replica_check"),
                      config.getini("kreplica_no_replica_check"),
                      _truthy(env.get("KREPLICA_NO_REPLICA_CHECK")), False)
@@ -97,7 +102,7 @@ def resolve(config: pytest.Config) -> KreplicaOptions:
         matrices=tuple(config.getoption("kreplica_matrix") or ()),
         matrices_dir=root / str(config.getini("kreplica_matrices_dir") or "matrices"),
         output=None if output in (None, "") else (Path.cwd() / str(output)).resolve(),
-        kafka_version=None if version in (None, "default") else str(version),
+        kafka_version=version,
         backend=str(backend),
         spark_master=None if spark in (None, "") else str(spark),
         replica_check=not no_check,

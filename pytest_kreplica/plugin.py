@@ -112,17 +112,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     collects nothing itself, so a worker's error would otherwise surface as a crash."""
     if not hasattr(session.config, "workerinput"):
         _matrices(session.config)
-        loaded = session.config.stash.get(_MATRICES, None)
-        if isinstance(loaded, Exception):
-            raise pytest.UsageError(str(loaded))
+        _stop_on_matrix_error(session.config)
+
+
+def _stop_on_matrix_error(config: pytest.Config) -> None:
+    loaded = config.stash.get(_MATRICES, None)
+    if isinstance(loaded, Exception):
+        raise pytest.UsageError(str(loaded))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    loaded = config.stash.get(_MATRICES, None)
-    if isinstance(loaded, Exception):
-        raise pytest.UsageError(str(loaded))
+    _stop_on_matrix_error(config)
     # cases needing the same cluster run back to back (a worker keeps one cluster alive);
     # sorted() is stable and every xdist worker sees the same input, so the same order
     slots = [i for i, item in enumerate(items) if item.get_closest_marker("kreplica_spec")]

@@ -89,6 +89,7 @@ class DockerCluster(AdminCluster):
         self.name = f"kreplica-{uuid.uuid4().hex[:10]}"
         self.cluster_id = config.new_cluster_id()
         self.kafka_version: str | None = spec.kafka_version
+        self.dist = None  # distribution.Distribution, resolved at start
         self.image: str | None = None
         self._client: docker.DockerClient | None = None
         self._network = None
@@ -174,8 +175,11 @@ class DockerCluster(AdminCluster):
         from .docker_image import ensure_image
 
         self.workdir.mkdir(parents=True, exist_ok=True)
+        from .. import distribution
+
         sweep(self.client)
-        self.kafka_version = self._distribution().version
+        self.dist = distribution.resolve(self.spec.kafka_version)
+        self.kafka_version = self.dist.version
         self.image = ensure_image(self.kafka_version, self.client)
         self._labels = {LABEL_OWNER: reaper.owner_token(), LABEL_CLUSTER: self.name}
         self._network = self.client.networks.create(self.name, driver="bridge",
@@ -220,26 +224,20 @@ class DockerCluster(AdminCluster):
         log_config = resource_path(self._log_config_name())
         (node_dir / log_config.name).write_bytes(log_config.read_bytes())
 
-    def _distribution(self):
-        from .. import distribution
-
-        return distribution.resolve(self.spec.kafka_version)
-
     def _log_config_name(self) -> str:
-        dist = self._distribution()
-        return "log4j2-broker.properties" if dist.uses_log4j2 else "log4j-broker.properties"
+        return ("log4j2-broker.properties" if self.dist.uses_log4j2
+                else "log4j-broker.properties")
 
-    def _jvm_options(self, node: Node) -> list[str]:
+    def _jvm_options(self) -> list[str]:
         """The process backend's flags, with the log config at its path in the container
         and no class-data archive (it belongs to the host's JDK)."""
-        dist = self._distribution()
-        host_logging = dist.logging_flags()
-        flags = [f for f in dist.jvm_flags(archive=False) if f not in host_logging]
-        flags += dist.logging_flags(Path(MOUNT) / self._log_config_name())
-        return flags + reaper.owner_flags(str(self.workdir))
+        host_logging = self.dist.logging_flags()
+        flags = [f for f in self.dist.jvm_flags(archive=False) if f not in host_logging]
+        return flags + self.dist.logging_flags(Path(MOUNT) / self._log_config_name())
 
     def _create_container(self, node: Node):
-        flags = self._jvm_options(node)
+        flags = self._jvm_options()
+        owner = reaper.owner_flags(str(self.workdir))  # the reaper's marker, broker only
         return self.client.containers.create(
             self.image,
             command=["sh", f"{MOUNT}/node.sh"],
@@ -250,8 +248,8 @@ class DockerCluster(AdminCluster):
                 "KREPLICA_NODE_ID": str(node.node_id),
                 "KREPLICA_CLUSTER_ID": self.cluster_id,
                 "KREPLICA_LOG_DIR": f"{MOUNT}/data",
-                "KREPLICA_JVM_OPTS": shlex.join(flags),
-                "KREPLICA_TOOL_OPTS": shlex.join(flags[:-2]),  # no owner marker for the tool
+                "KREPLICA_JVM_OPTS": shlex.join([*flags, *owner]),
+                "KREPLICA_TOOL_OPTS": shlex.join(flags),
                 "HOME": "/tmp",
             },
             volumes={str(node.log_dir.parent): {"bind": MOUNT, "mode": "rw"}},

@@ -6,6 +6,7 @@ fault must have struck and been followed by mirroring moving again. Select subse
 marker, e.g. ``pytest tests/system -m "mirror_maker_failure and failure_hard"``."""
 
 import json
+import shutil
 
 import pytest
 
@@ -16,7 +17,9 @@ def mirror_run(kreplica_options, kreplica_pool, kreplica_output, kreplica_record
 
     def run(case, target_version=None):
         run_dir = kreplica_output / case.case_id
-        run_dir.mkdir(parents=True, exist_ok=False)
+        if run_dir.exists():  # histories are append-only: never mix two runs
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
         row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
         try:
             source, target = acquire_pair(kreplica_pool, case, target_version)

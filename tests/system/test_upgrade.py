@@ -10,6 +10,7 @@ version and the finalised metadata.version must be the new one.
 CI-sized pair."""
 
 import json
+import shutil
 
 import pytest
 
@@ -23,7 +24,9 @@ def compat_run(kreplica_options, kreplica_pool, kreplica_output, kreplica_record
 
     def run(case):
         run_dir = kreplica_output / case.case_id
-        run_dir.mkdir(parents=True, exist_ok=False)
+        if run_dir.exists():  # histories are append-only: never mix two runs
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
         row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
         try:
             if case.compat == "mirror-pair":

@@ -197,7 +197,9 @@ SUMMARY_TEST = """
 def test_summary_table_reaches_the_controller(project, workers):
     project.makepyfile(test_cases=textwrap.dedent(SUMMARY_TEST))
     args = ["-q", "-m", "mini"] + (["-n", workers] if workers else ["-p", "no:xdist"])
-    result = project.runpytest(*args)
+    # a subprocess: the summary's index.html loads numpy, which cannot be imported twice in
+    # one process (an in-process pytester run unloads what it imported)
+    result = project.runpytest_subprocess(*args)
     result.assert_outcomes(passed=10, failed=2)
     out = result.stdout.str()
     assert "kreplica matrix summary" in out
@@ -225,7 +227,7 @@ def test_summary_extension_hook(project):
             terminalreporter.write_line(f"INDEX {len(rows)} rows")
     """)
     project.makepyfile(test_cases=textwrap.dedent(SUMMARY_TEST))
-    result = project.runpytest("-q", "-k", "not test_broken")
+    result = project.runpytest_subprocess("-q", "-k", "not test_broken")
     assert "INDEX 6 rows" in result.stdout.str()
 
 
