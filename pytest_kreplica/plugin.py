@@ -13,6 +13,7 @@ its values and matrix, so ``pytest -m "smoke and compression_gzip"`` selects a s
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -167,14 +168,22 @@ def kreplica_cluster_factory() -> Callable[..., Any]:
 
 
 @pytest.fixture(scope="session")
-def kreplica_pool(kreplica_cluster_factory, tmp_path_factory: pytest.TempPathFactory):
+def kreplica_pool(kreplica_cluster_factory, kreplica_options,
+                  tmp_path_factory: pytest.TempPathFactory):
     """Clusters shared by this session's (= this xdist worker's) cases; all closed at the
-    end. Orphans of an earlier, killed session are reaped first."""
+    end. Orphans of an earlier, killed session are reaped first. With ``--kreplica-output``
+    the clusters' directories (broker logs included) are kept beside the run directories."""
     from .cluster.reaper import reap_orphans
     from .pool import ClusterPool
 
     reap_orphans()
-    pool = ClusterPool(tmp_path_factory.mktemp("kreplica-clusters"), kreplica_cluster_factory)
+    if kreplica_options.output is not None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        workdir = kreplica_options.output / "clusters" / worker
+        workdir.mkdir(parents=True, exist_ok=True)
+    else:
+        workdir = tmp_path_factory.mktemp("kreplica-clusters")
+    pool = ClusterPool(workdir, kreplica_cluster_factory)
     try:
         yield pool
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pyarrow.json  # noqa: F401  (loaded at collection; see tests/unit/test_tradeoffs.py)
 import pytest
 
 from pytest_kreplica.errors import HistoryError
