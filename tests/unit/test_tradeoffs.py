@@ -3,11 +3,6 @@ only when the loss explains every one of them."""
 
 from __future__ import annotations
 
-# numpy / pyarrow load at collection: pytester's in-process runs (test_plugin.py) drop the
-# modules imported after their snapshot, and numpy's C core cannot load a second time
-import pyarrow.json  # noqa: F401
-
-import pytest_kreplica.report.data  # noqa: F401
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.tradeoffs import judge, offset_reuse
 
