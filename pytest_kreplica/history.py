@@ -157,18 +157,22 @@ class RunWriter:
         detail: str | None = None,
         process: int | None = None,
         time_ns: int | None = None,
+        cluster: str | None = None,
     ) -> None:
-        """Record a fault, a client lifecycle step or a consumer assignment."""
-        self._events.append(
-            {
-                "time_ns": now_ns() if time_ns is None else int(time_ns),
-                "kind": kind,
-                "process": None if process is None else int(process),
-                "node": None if node is None else str(node),
-                "role": role,
-                "detail": None if detail is None else str(detail),
-            }
-        )
+        """Record a fault, a client lifecycle step or a consumer assignment. ``cluster``
+        (mirrored runs only, like the sends' and polls' column) names the cluster whose
+        node or client the event concerns."""
+        row = {
+            "time_ns": now_ns() if time_ns is None else int(time_ns),
+            "kind": kind,
+            "process": None if process is None else int(process),
+            "node": None if node is None else str(node),
+            "role": role,
+            "detail": None if detail is None else str(detail),
+        }
+        if cluster is not None:
+            row["cluster"] = cluster
+        self._events.append(row)
 
     def close(self) -> None:
         for table in (self._sends, self._polls, self._events):

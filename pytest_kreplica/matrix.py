@@ -178,6 +178,13 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               lambda v: f"policy-{v}", lambda v: [f"policy_{v}"], ("default", "identity"),
               doc="MirrorMaker 2 topic names on the target: default prefixes the source "
                   "alias (source.t), identity keeps t"),
+    Dimension("mirror_semantics", _choice("at-least-once", "exactly-once"), "at-least-once",
+              lambda v: {"at-least-once": "mm-alo", "exactly-once": "mm-eo"}[v],
+              lambda v: ["mirror_exactly_once"] if v == "exactly-once" else [],
+              ("at-least-once", "exactly-once"),
+              doc="MirrorMaker 2 delivery: exactly-once runs its worker with "
+                  "exactly.once.source.support=enabled (KIP-618, Kafka >= 3.5) and reads the "
+                  "target read_committed; the case then expects exactly-once"),
     Dimension("compat", _choice("mirror-pair", "upgrade"), "mirror-pair", lambda v: v,
               lambda v: ["upgrade"] if v == "upgrade" else [],
               ("mirror-pair", "upgrade"),
@@ -219,12 +226,14 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
 
 
 def derive_semantics(params: Mapping[str, Any]) -> str:
-    """The semantics a case expects when its matrix does not say: exactly-once only for an
-    idempotent producer with no faults; at-most-once where faults meet settings that lose
+    """The semantics a case expects when its matrix does not say: exactly-once for an
+    idempotent producer with no faults, or behind an exactly-once MirrorMaker 2 (whatever
+    fails it); at-most-once where faults meet settings that lose
     acknowledged data by design (acks 1 or 0: the leader acknowledges before any follower
     has the record; unclean leader election: a replica outside the ISR may lead), so the
     matrix documents the trade-off instead of failing on it; else at-least-once."""
-    if params["idempotence"] and params["failure"] == "none":
+    if params["idempotence"] and (params["failure"] == "none"
+                                  or params["mirror_semantics"] == "exactly-once"):
         return "exactly-once"
     if params["failure"] != "none" and (params["acks"] != -1
                                         or params["unclean_leader_election"]):
@@ -375,6 +384,16 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
                     f"partition needs backend docker (--kreplica-backend docker or "
                     f"backend: [docker]), got backend {p['backend']}; allowed on "
                     f"{p['backend']}: none | clean | hard | soft | random")
+    if p["mirror_semantics"] == "exactly-once" and not p["idempotence"]:
+        raise _fail(path, f"{where}.mirror_semantics",
+                    "exactly-once needs idempotence true (a retried send to the source "
+                    "would be a duplicate before MirrorMaker 2 sees it); allowed: "
+                    "at-least-once, or idempotence true")
+    if p["mirror_semantics"] == "exactly-once" and scenario not in ("mirror",
+                                                                    "version-compat"):
+        raise _fail(path, f"{where}.mirror_semantics",
+                    f"exactly-once needs a mirrored scenario, got {scenario}; allowed: "
+                    "at-least-once")
     if p["failure"] != "none" and p["target"] == "mirror-maker" and scenario != "mirror":
         raise _fail(path, f"{where}.target",
                     f"mirror-maker needs scenario mirror, got {scenario}; allowed: "

@@ -1,5 +1,6 @@
 """The nemesis: fails the partition leader, a follower or the active controller of a live
-cluster on a seeded schedule, restores it, and records every step as run-directory events.
+cluster, or a component beside it (MirrorMaker 2, target ``mirror-maker``), on a seeded
+schedule, restores it, and records every step as run-directory events.
 
 Each fault resolves its victim at the moment it strikes (the roles move while the cluster
 heals), so the schedule is fixed by the seed while the node follows the cluster. Faults run
@@ -12,11 +13,18 @@ Event kinds written (``shared/HISTORY.md`` events table): ``terminate`` / ``kill
 ``pause`` / ``partition`` at the strike, ``resume`` / ``start`` / ``heal`` at the restore
 (partition: docker backend only), and two observations the
 report draws on its timeline: ``elect`` (a new leader outside the victim, with the election
-time) and ``recovered`` (every replica back in sync).
+time) and ``recovered`` (every replica back in sync; for a component: its work moving
+again).
+
+A component is anything with the node fault methods (``terminate`` / ``kill`` / ``pause`` /
+``resume`` / ``start``) that is not a broker; it comes wrapped in a :class:`Component` that
+says how its recovery is observed, so there is one fault runner, one record and one event
+vocabulary for brokers and components alike.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -37,8 +45,7 @@ from .errors import ClusterError, InputError
 
 FAILURES = ("clean", "hard", "soft")  # the B.2 failure types the nemesis applies
 TARGETS = ("leader", "follower", "controller")
-# targets that are components beside the cluster; their nemesis lives with the component
-# (``pytest_kreplica.mirror.MirrorNemesis``), never drawn by ``random``
+# targets that are components beside the cluster (``Component``), never drawn by ``random``
 COMPONENT_TARGETS = ("mirror-maker",)
 RANDOM = "random"  # failure or target drawn per fault from the seed (C.8 soak runs)
 PARTITION = "partition"  # cut off from its peers (docker backend only: never drawn at random)
@@ -73,14 +80,15 @@ class FaultSpec:
 
 @dataclass
 class FaultRecord:
-    """What one fault did, for verdict.json, the report and the test's assertions."""
+    """What one fault did, for verdict.json, the report and the test's assertions. For a
+    component, ``node`` is its name and ``topic`` / ``partition`` are None."""
 
     index: int
     failure: str
     target: str
-    topic: str
-    partition: int
-    node: int | None = None
+    topic: str | None
+    partition: int | None
+    node: int | str | None = None
     leader_before: int | None = None
     isr_before: list[int] = field(default_factory=list)
     strike_ns: int | None = None
@@ -93,6 +101,8 @@ class FaultRecord:
     controller_before: int | None = None
     new_controller: int | None = None
     controller_failover_s: float | None = None  # when the victim was the active controller
+    state_after_strike: str | None = None  # the victim's state right after the strike
+    progress_at_restore: int | None = None  # a component's work done when it was restored
     error: str | None = None
 
     @property
@@ -170,6 +180,23 @@ def _now() -> int:
     return time.monotonic_ns()
 
 
+@dataclass
+class Component:
+    """A process beside the cluster that the nemesis fails like a node.
+
+    ``process`` has ``terminate`` / ``kill`` / ``pause`` / ``resume`` / ``start``, ``pid``
+    and ``state`` (e.g. ``mirror.MirrorMaker``, whatever its backend). Its recovery is
+    observed, never slept: ``progress()`` counts the work it has done (records mirrored)
+    and ``wait_progress(baseline, timeout)`` returns once that moved past ``baseline`` (or
+    nothing is left to do), raising when it did not in time."""
+
+    name: str  # the ``node`` of its events and records
+    label: str  # for people: "MirrorMaker 2"
+    process: Any
+    progress: Callable[[], int]
+    wait_progress: Callable[[int, float], Any]
+
+
 class Nemesis:
     """Runs a :class:`FaultPlan` against a live ``Cluster``, writing events to ``writer``.
 
@@ -181,9 +208,14 @@ class Nemesis:
     def __init__(self, cluster: Any, writer: Any, plan: FaultPlan,
                  partitions: list[tuple[str, int]], *,
                  election_timeout: float = 60.0, recovery_timeout: float = 120.0,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None,
+                 components: dict[str, Component] | None = None):
         if not partitions:
             raise InputError("nemesis: the case has no topic-partitions to aim at")
+        self.components = dict(components or {})
+        if plan.target in COMPONENT_TARGETS and plan.target not in self.components:
+            raise InputError(f"nemesis: target {plan.target!r} needs that component "
+                             f"(a two-cluster case); allowed here: {', '.join(TARGETS)}")
         self.cluster = cluster
         self.writer = writer
         self.plan = plan
@@ -226,6 +258,8 @@ class Nemesis:
         return self.records
 
     def run_fault(self, spec: FaultSpec) -> FaultRecord:
+        if spec.target in self.components:
+            return self._run_component_fault(spec, self.components[spec.target])
         topic, partition = self.partitions[int(spec.pick * len(self.partitions))]
         rec = FaultRecord(spec.index, spec.failure, spec.target, topic, partition)
         self.records.append(rec)
@@ -254,6 +288,54 @@ class Nemesis:
                 self._restore(spec, rec)
         return rec
 
+    def _run_component_fault(self, spec: FaultSpec, comp: Component) -> FaultRecord:
+        """Strike the component, hold for the downtime, restore it, wait for its work to
+        move again; the same record and events as a node's fault."""
+        rec = FaultRecord(spec.index, spec.failure, spec.target, None, None, node=comp.name)
+        self.records.append(rec)
+        struck = False
+        try:
+            if spec.failure not in FAILURES:
+                raise InputError(f"nemesis: failure {spec.failure!r} cannot hit "
+                                 f"{comp.label}; allowed: {', '.join(FAILURES)}")
+            method, kind = STRIKE[spec.failure]
+            rec.strike_ns = _now()
+            self.writer.event(kind, node=comp.name, role=spec.target, time_ns=rec.strike_ns,
+                              detail=f"fault #{spec.index}: {spec.failure} failure of "
+                                     f"{comp.label} (pid {comp.process.pid})")
+            self.progress(f"fault #{spec.index}: {kind} {comp.label}")
+            struck = True
+            getattr(comp.process, method)()
+            rec.state_after_strike = comp.process.state.value
+            remaining = spec.downtime_s - (_now() - rec.strike_ns) / 1e9
+            if remaining > 0:
+                time.sleep(remaining)
+        except Exception as exc:  # recorded, restored below, raised by run()
+            rec.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if struck:
+                self._restore_component(spec, rec, comp)
+        return rec
+
+    def _restore_component(self, spec: FaultSpec, rec: FaultRecord, comp: Component) -> None:
+        kind = RESTORE_KIND[spec.failure]
+        try:
+            rec.progress_at_restore = comp.progress()
+            rec.restore_ns = _now()
+            self.writer.event(kind, node=comp.name, role=spec.target, time_ns=rec.restore_ns,
+                              detail=f"fault #{spec.index}: restore {comp.label}")
+            (comp.process.resume if kind == "resume" else comp.process.start)()
+            comp.wait_progress(rec.progress_at_restore, self.recovery_timeout)
+            rec.recovered_ns = _now()
+            self.writer.event("recovered", node=comp.name, role=spec.target,
+                              time_ns=rec.recovered_ns,
+                              detail=f"fault #{spec.index}: {comp.label} working again "
+                                     f"{rec.recovery_s:.2f} s after the restore")
+            self.progress(f"fault #{spec.index}: recovered in {rec.recovery_s:.1f} s")
+        except Exception as exc:
+            note = f"restore of {comp.label} failed: {type(exc).__name__}: {exc}"
+            rec.error = f"{rec.error}; {note}" if rec.error else note
+
     # -- steps ----------------------------------------------------------------------------
     def _choose_victim(self, spec: FaultSpec, state: Any) -> int:
         if spec.target == "leader":
@@ -278,6 +360,8 @@ class Nemesis:
                                   f"{rec.isr_before}"))
         self.progress(f"fault #{spec.index}: {kind} node {rec.node} ({spec.target})")
         getattr(self.cluster, method)(rec.node)
+        with contextlib.suppress(Exception):  # informative only
+            rec.state_after_strike = self.cluster.node_state(rec.node).value
 
     def _measure_election(self, spec: FaultSpec, rec: FaultRecord) -> None:
         """Time from the strike to metadata naming a leader other than the victim. A paused
@@ -421,7 +505,8 @@ def scenario_checks(records: list[FaultRecord], *, unclean_leader_election: bool
         if r.error:
             detail = r.error
         elif r.recovery_s is not None:
-            detail = f"in sync {r.recovery_s:.2f} s after the restore"
+            detail = (f"{'working again' if r.topic is None else 'in sync'} "
+                      f"{r.recovery_s:.2f} s after the restore")
         else:
             detail = "no recovery recorded"
         add(f"{tag} recovered", r.error is None and r.recovered_ns is not None, detail)

@@ -214,8 +214,9 @@ class Consumer:
 
     def __init__(self, topics: Sequence[str], partitions: int,
                  bootstrap: Callable[[], str], writer: RunWriter,
-                 process: int = CONSUMER_PROCESS):
+                 process: int = CONSUMER_PROCESS, isolation_level: str = "read_uncommitted"):
         self.targets = _targets(topics, partitions)
+        self.isolation_level = isolation_level  # read_committed: skip aborted transactions
         self.bootstrap = bootstrap
         self.writer = writer
         self.process = process
@@ -240,7 +241,8 @@ class Consumer:
             bootstrap_servers=self.bootstrap().split(","), client_id="kreplica-consumer",
             group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
             request_timeout_ms=REQUEST_TIMEOUT_MS, session_timeout_ms=10_000,
-            fetch_max_wait_ms=100, reconnect_backoff_max_ms=1000, max_poll_records=2000)
+            fetch_max_wait_ms=100, reconnect_backoff_max_ms=1000, max_poll_records=2000,
+            isolation_level=self.isolation_level)
         tps = [TopicPartition(t, p) for t, p in self.targets]
         consumer.assign(tps)
         for tp in tps:
@@ -289,6 +291,11 @@ class Consumer:
                     self._progress.notify_all()
         if consumer is not None:
             _close_quietly(consumer)
+
+    def missing(self, ids: set[str]) -> set[str]:
+        """The ids of ``ids`` not polled yet (thread-safe)."""
+        with self._lock:
+            return ids - self.seen
 
     def drain(self, acked_ids: set[str], timeout: float) -> set[str]:
         """Wait until every id of ``acked_ids`` was polled (or ``timeout`` seconds passed);

@@ -60,6 +60,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("node", STR),
         Column("role", STR),
         Column("detail", STR),
+        Column("cluster", STR),
     ),
 }
 EXEMPTING_EVENTS = ("assign", "rebalance")

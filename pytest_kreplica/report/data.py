@@ -1,6 +1,8 @@
 """Reads a run directory (``shared/HISTORY.md``) into the series a person looks at: messages
 acknowledged but not yet consumed over time (Jepsen's "unseen" plot), consumer lag, and the
-acknowledged ids no consumer ever read.
+acknowledged ids no consumer ever read. A mirrored run (run.json ``mirror.topics``: sends on
+the source cluster, polls on the target) also gets ``MirrorData``: what was acknowledged on
+the source and polled on the target over time, and the mirror lag of every message.
 
 Columnar all the way (pyarrow tables, numpy arrays): a soak run's millions of rows fit, where
 Python dicts per message would not. This is presentation, not judgement: the verdict is the
@@ -25,14 +27,15 @@ SCHEMAS = {
                         ("partition", pa.int64()), ("id", pa.string()),
                         ("offset", pa.int64()), ("status", pa.string()),
                         ("invoke_ns", pa.int64()), ("complete_ns", pa.int64()),
-                        ("error", pa.string())]),
+                        ("error", pa.string()), ("cluster", pa.string())]),
     "polls": pa.schema([("process", pa.int64()), ("poll", pa.int64()),
                         ("topic", pa.string()), ("partition", pa.int64()),
                         ("offset", pa.int64()), ("id", pa.string()),
-                        ("time_ns", pa.int64())]),
+                        ("time_ns", pa.int64()), ("cluster", pa.string())]),
     "events": pa.schema([("time_ns", pa.int64()), ("kind", pa.string()),
                          ("process", pa.int64()), ("node", pa.string()),
-                         ("role", pa.string()), ("detail", pa.string())]),
+                         ("role", pa.string()), ("detail", pa.string()),
+                         ("cluster", pa.string())]),
 }
 
 OFFENDING_LIMIT = 200  # rows listed in the report; the count is always complete
@@ -48,7 +51,11 @@ def read_table(run_dir: Path, name: str) -> pa.Table:
             import pyarrow.parquet as pq
 
             table = pq.read_table(parquet)
-            return table.select([c for c in schema.names if c in table.column_names])
+            for name in schema.names:  # optional columns (``cluster``) absent: all null
+                if name not in table.column_names:
+                    table = table.append_column(schema.field(name),
+                                                pa.nulls(table.num_rows, schema.field(name).type))
+            return table.select(schema.names)
         if jsonl.exists() and jsonl.stat().st_size > 0:
             from pyarrow import json as pj
 
@@ -73,6 +80,32 @@ class Series:
 
 
 @dataclass
+class MirrorData:
+    """A mirrored run seen across its two clusters (HISTORY.md "Mirrored runs")."""
+
+    topics: dict[str, str]  # source topic -> its name on the target
+    source_acked: Series  # acknowledged on the source so far
+    target_seen: Series  # acknowledged ids polled on the target so far (first poll)
+    target_polled: Series  # records polled on the target so far (duplicates included)
+    lag_at_s: np.ndarray  # per mirrored message: when the source acknowledged it (s)
+    lag_s: np.ndarray  # and how long until the target's consumer first polled it (s)
+    duplicated: int  # ids polled at two or more distinct positions on the target
+    polled_rows: int
+
+    def lag_quantile(self, q: float) -> float | None:
+        return float(np.quantile(self.lag_s, q)) if len(self.lag_s) else None
+
+    def summary(self) -> dict[str, Any]:
+        def r(v: float | None) -> float | None:
+            return None if v is None else round(v, 3)
+
+        return {"mirrored": int(len(self.lag_s)), "polled_rows": self.polled_rows,
+                "duplicated": self.duplicated, "lag_p50_s": r(self.lag_quantile(0.5)),
+                "lag_p99_s": r(self.lag_quantile(0.99)),
+                "lag_max_s": r(float(self.lag_s.max()) if len(self.lag_s) else None)}
+
+
+@dataclass
 class RunData:
     run_dir: Path
     run: dict[str, Any]
@@ -85,6 +118,11 @@ class RunData:
     events: list[dict[str, Any]]
     offending: list[dict[str, Any]] = field(default_factory=list)  # never-consumed acked ids
     offending_total: int = 0
+    mirror: MirrorData | None = None
+
+    @property
+    def mirrored(self) -> bool:
+        return self.mirror is not None
 
     def seconds(self, ns: int | None) -> float | None:
         return None if ns is None else (ns - self.t0_ns) / 1e9
@@ -123,8 +161,16 @@ def load(run_dir: str | Path, grid_points: int = 1500) -> RunData:
               - np.searchsorted(np.sort(seen_ns), grid_ns, side="right"))
     acked_rate = _rate(ack_ns, grid, t0)
 
-    lag = _lag(acked, polls, grid_ns)
-    offending, total, lost = _offending(acked, polls, seen_mask, t0)
+    topics = (run.get("mirror") or {}).get("topics") if isinstance(run.get("mirror"),
+                                                                    dict) else None
+    mirror = None
+    if topics:
+        # offsets differ between the clusters: the offset lag means nothing across them
+        lag = np.zeros(len(grid_ns), dtype=np.int64)
+        mirror = _mirror(topics, grid, grid_ns, t0, ack_ns, polls, seen_mask, first_poll)
+    else:
+        lag = _lag(acked, polls, grid_ns)
+    offending, total, lost = _offending(acked, polls, seen_mask, t0, mirrored=bool(topics))
     counts = {
         "sent": sends.num_rows, "acked": acked.num_rows,
         "failed": int(pc.sum(pc.equal(sends["status"], "fail")).as_py() or 0),
@@ -133,7 +179,31 @@ def load(run_dir: str | Path, grid_points: int = 1500) -> RunData:
     }
     event_rows = sorted(events.to_pylist(), key=lambda e: e.get("time_ns") or 0)
     return RunData(run_dir, run, t0, end_s, counts, Series(grid, unseen),
-                   Series(grid, lag), acked_rate, event_rows, offending, total)
+                   Series(grid, lag), acked_rate, event_rows, offending, total, mirror)
+
+
+def _cumulative(times_ns: np.ndarray, grid_ns: np.ndarray) -> np.ndarray:
+    return np.searchsorted(np.sort(times_ns), grid_ns, side="right")
+
+
+def _mirror(topics: dict[str, str], grid: np.ndarray, grid_ns: np.ndarray, t0: int,
+            ack_ns: np.ndarray, polls: pa.Table, seen_mask: np.ndarray,
+            first_poll: Any) -> MirrorData:
+    """Source acknowledgements against target polls, joined by id (the contract's rule for
+    mirrored runs); lag = first poll on the target - acknowledgement on the source."""
+    first_ns = _np(first_poll.fill_null(0)).astype(np.int64)[seen_mask]
+    acked_seen = ack_ns[seen_mask]
+    lag_s = np.maximum(first_ns - acked_seen, 0) / 1e9
+    order = np.argsort(acked_seen, kind="stable")
+    poll_ns = _np(polls["time_ns"].fill_null(t0)).astype(np.int64)
+    positions = polls.group_by(["id", "topic", "partition", "offset"]).aggregate([])
+    per_id = positions.group_by("id").aggregate([("offset", "count")])
+    duplicated = int(pc.sum(pc.greater(per_id["offset_count"], 1)).as_py() or 0)
+    return MirrorData(dict(topics), Series(grid, _cumulative(ack_ns, grid_ns)),
+                      Series(grid, _cumulative(np.maximum(first_ns, acked_seen), grid_ns)),
+                      Series(grid, _cumulative(poll_ns, grid_ns)),
+                      ((acked_seen - t0) / 1e9)[order], lag_s[order], duplicated,
+                      polls.num_rows)
 
 
 def _rate(times_ns: np.ndarray, grid: np.ndarray, t0: int) -> Series:
@@ -174,13 +244,16 @@ def _running_max(table: pa.Table, time_col: str, topic: str, partition: int,
 
 
 def _offending(acked: pa.Table, polls: pa.Table, seen_mask: np.ndarray,
-               t0: int) -> tuple[list[dict[str, Any]], int, int]:
+               t0: int, mirrored: bool = False) -> tuple[list[dict[str, Any]], int, int]:
     """Acknowledged ids no consumer read, each with its partition, offset and whether a poll
-    of that partition went past it (``lost``) or not (``unseen``), as the contract defines."""
+    of that partition went past it (``lost``) or not (``unseen``), as the contract defines.
+    Mirrored: past it means a polled record that the source acknowledged at a greater
+    offset of the same partition (the target's own offsets are not comparable)."""
     missing = acked.filter(pa.array(~seen_mask))
     if not missing.num_rows:
         return [], 0, 0
-    furthest = polls.group_by(["topic", "partition"]).aggregate([("offset", "max")])
+    reached = acked.filter(pa.array(seen_mask)) if mirrored else polls
+    furthest = reached.group_by(["topic", "partition"]).aggregate([("offset", "max")])
     furthest_by = {(r["topic"], r["partition"]): r["offset_max"] for r in furthest.to_pylist()}
     rows, lost = [], 0
     for r in missing.sort_by([("topic", "ascending"), ("partition", "ascending"),
@@ -195,3 +268,52 @@ def _offending(acked: pa.Table, polls: pa.Table, seen_mask: np.ndarray,
                          "acked_at_s": round((r["complete_ns"] - t0) / 1e9, 3)
                          if r["complete_ns"] is not None else None})
     return rows, missing.num_rows, lost
+
+
+OVER_TIME_POINTS = 120  # rows of the over-time table in verdict.json
+
+
+def clusters_section(data: RunData) -> dict[str, Any] | None:
+    """verdict.json's view of a mirrored run across its clusters: each cluster's nodes,
+    version and events (the events name their cluster; MirrorMaker 2's are its own), what
+    was acknowledged on the source and polled on the target over time, and the mirror
+    lag. None for a one-cluster run."""
+    m = data.mirror
+    if m is None:
+        return None
+    described = data.run.get("cluster") or {}
+    mirror_meta = data.run.get("mirror") or {}
+
+    def events(select: Any) -> list[dict[str, Any]]:
+        return [{"t_s": round(data.seconds(e["time_ns"]) or 0.0, 3), "kind": e.get("kind"),
+                 "node": e.get("node"), "role": e.get("role"), "process": e.get("process"),
+                 "detail": e.get("detail")} for e in data.events if select(e)]
+
+    def side(name: str) -> dict[str, Any]:
+        d = described.get(name) or {}
+        return {"kafka_version": d.get("kafka_version"), "backend": d.get("backend"),
+                "bootstrap_servers": d.get("bootstrap_servers"),
+                "nodes": sorted((d.get("nodes") or {}), key=lambda n: (len(n), n)),
+                "events": events(lambda e, n=name: e.get("cluster") == n)}
+
+    def is_mirror(e: dict[str, Any]) -> bool:
+        return e.get("node") == "mirror-maker" or e.get("role") == "mirror-maker"
+
+    step = max(1, len(m.source_acked.t) // OVER_TIME_POINTS)
+    over_time = [{"t_s": round(float(t), 3), "acked_source": int(a), "seen_target": int(s),
+                  "polled_target": int(p)}
+                 for t, a, s, p in zip(m.source_acked.t[::step], m.source_acked.values[::step],
+                                       m.target_seen.values[::step],
+                                       m.target_polled.values[::step], strict=True)]
+    return {
+        "source": {**side("source"), "topics": sorted(m.topics),
+                   "acked": data.counts["acked"]},
+        "target": {**side("target"), "topics": sorted(m.topics.values()),
+                   "polled_rows": m.polled_rows, "distinct_acked_polled": int(len(m.lag_s)),
+                   "duplicated": m.duplicated},
+        "mirror_maker": {"kafka_version": mirror_meta.get("kafka_version"),
+                         "policy": mirror_meta.get("policy"),
+                         "exactly_once": mirror_meta.get("exactly_once"),
+                         "events": events(is_mirror), "lag": m.summary()},
+        "over_time": over_time,
+    }

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .data import load
+from .data import clusters_section, load
 from .plots import series_svg, timeline_svg
 from .verdict import read_verdict
 
@@ -159,19 +159,24 @@ def render_report(run_dir: str | Path) -> str:
                          highlight=("corrupt_batches", "missing_batches",
                                     "divergent_batches")))
     parts.append("</div>")
+    if data.mirrored:
+        parts.append(_clusters_html(data, verdict))
 
     parts.append("<h2>Timeline</h2>")
     parts.append(timeline_svg(data))
     if faults:
         parts.append(_table(
             [{"#": f["index"], "failure": f["failure"], "target": f["target"],
-              "node": f.get("node"), "partition": f"{f['topic']}-{f['partition']}",
+              "node": f.get("node"),
+              "partition": (f"{f['topic']}-{f['partition']}" if f.get("topic") is not None
+                            else None),
               "leader before": f.get("leader_before"), "ISR before": f.get("isr_before"),
               "new leader": f.get("new_leader"), "election s": f.get("election_s"),
               "new leader was in ISR": f.get("elected_from_isr"),
               "down s": _round(f.get("fault_s")), "recovery s": _round(f.get("recovery_s")),
               "note": f.get("error") or f.get("election_note")} for f in faults]))
-    parts.append("<h2>Unseen messages and consumer lag</h2>")
+    parts.append("<h2>Source acknowledged, target polled, mirror lag</h2>" if data.mirrored
+                 else "<h2>Unseen messages and consumer lag</h2>")
     parts.append(series_svg(data))
 
     parts.append("<h2>Offending ids</h2>")
@@ -207,6 +212,9 @@ def render_report(run_dir: str | Path) -> str:
     parts.append("<h2>Events</h2><details><summary>"
                  f"{len(data.events)} events</summary>")
     parts.append(_table([{"t s": _round(data.seconds(e.get("time_ns"))),
+                          **({"cluster": e.get("cluster") or (
+                              "mirror-maker" if e.get("node") == "mirror-maker" else None)}
+                             if data.mirrored else {}),
                           "kind": e.get("kind"), "node": e.get("node"),
                           "role": e.get("role"), "process": e.get("process"),
                           "detail": e.get("detail")} for e in data.events]))
@@ -217,6 +225,40 @@ def render_report(run_dir: str | Path) -> str:
     parts.append(f"<p class='muted'>generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M:%S} "
                  f"UTC by pytest-kreplica</p></body></html>")
     return "\n".join(parts)
+
+
+def _clusters_html(data: Any, verdict: dict[str, Any]) -> str:
+    """One row per cluster and one for MirrorMaker 2 between them: version, nodes, what
+    went in and came out, faults, mirror lag."""
+    section = verdict.get("clusters") or clusters_section(data)
+    src, tgt, mm = section["source"], section["target"], section["mirror_maker"]
+    lag = mm.get("lag") or {}
+    faults = [e for e in mm["events"] if e["kind"] in ("kill", "terminate", "pause")]
+
+    def nodes(side: dict[str, Any]) -> str:
+        return ", ".join(side.get("nodes") or []) or "?"
+
+    rows = [
+        {"cluster": "source", "Kafka": src.get("kafka_version") or "default",
+         "nodes": nodes(src), "topics": ", ".join(src["topics"]),
+         "what": f"{src['acked']} acknowledged", "node events":
+             sum(1 for e in src["events"] if e.get("node") is not None)},
+        {"cluster": "MirrorMaker 2", "Kafka": mm.get("kafka_version") or "default",
+         "nodes": "mirror-maker",
+         "topics": f"policy {mm.get('policy')}"
+                   + (", exactly-once" if mm.get("exactly_once") else ""),
+         "what": f"lag p50 {lag.get('lag_p50_s')} s, p99 {lag.get('lag_p99_s')} s, "
+                 f"max {lag.get('lag_max_s')} s",
+         "node events": f"{len(faults)} fault(s): "
+                        + (", ".join(f"{e['kind']} at {e['t_s']:.1f} s" for e in faults)
+                           or "none")},
+        {"cluster": "target", "Kafka": tgt.get("kafka_version") or "default",
+         "nodes": nodes(tgt), "topics": ", ".join(tgt["topics"]),
+         "what": f"{tgt['distinct_acked_polled']} acknowledged ids polled "
+                 f"({tgt['polled_rows']} records, {tgt['duplicated']} id(s) duplicated)",
+         "node events": sum(1 for e in tgt["events"] if e.get("node") is not None)},
+    ]
+    return "<h2>Clusters</h2>" + _table(rows)
 
 
 def _round(value: Any, ndigits: int = 2) -> Any:

@@ -30,21 +30,59 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg"):]  # drop the XML prolog and doctype: inline in HTML
 
 
+MIRROR_ROW = "MirrorMaker 2"
+
+
+def row_of(event: dict[str, Any]) -> str | None:
+    """The timeline row an event belongs to: ``node N`` in a one-cluster run, ``source node
+    N`` / ``target node N`` when the event names its cluster, the MirrorMaker 2 row for
+    the component between two clusters; None for client events (no node)."""
+    node = event.get("node")
+    if node is None:
+        return None
+    if node == "mirror-maker" or event.get("role") == "mirror-maker":
+        return MIRROR_ROW
+    cluster = event.get("cluster")
+    return f"{cluster} node {node}" if cluster else f"node {node}"
+
+
+def timeline_rows(data: RunData) -> list[str]:
+    """Every node of the run's cluster(s), top to bottom: a mirrored run shows the source's
+    nodes, then MirrorMaker 2, then the target's nodes."""
+    cluster = data.run.get("cluster", {}) or {}
+    if data.mirrored:
+        rows = [f"source node {n}" for n in _sorted_ids((cluster.get("source") or {})
+                                                          .get("nodes", {}))]
+        rows.append(MIRROR_ROW)
+        rows += [f"target node {n}" for n in _sorted_ids((cluster.get("target") or {})
+                                                           .get("nodes", {}))]
+    else:
+        rows = [f"node {n}" for n in _sorted_ids(cluster.get("nodes", {}))]
+    seen = [r for e in data.events if (r := row_of(e)) is not None]
+    for r in sorted(set(seen) - set(rows), key=lambda n: (len(n), n)):
+        rows.append(r)
+    return rows
+
+
+def _sorted_ids(nodes: Any) -> list[str]:
+    return sorted((str(n) for n in nodes or {}), key=lambda n: (len(n), n))
+
+
 def fault_spans(data: RunData) -> list[dict[str, Any]]:
-    """(node, kind, strike s, restore s, recovered s) per fault, paired from the events."""
+    """(row, kind, strike s, restore s, recovered s) per fault, paired from the events."""
     spans: list[dict[str, Any]] = []
-    open_by_node: dict[str, dict[str, Any]] = {}
+    open_by_row: dict[str, dict[str, Any]] = {}
     for e in data.events:
-        kind, node, t = e.get("kind"), e.get("node"), data.seconds(e.get("time_ns"))
-        if kind in FAULT_COLOURS and node is not None:
-            span = {"node": node, "kind": kind, "role": e.get("role"), "start": t,
+        kind, row, t = e.get("kind"), row_of(e), data.seconds(e.get("time_ns"))
+        if kind in FAULT_COLOURS and row is not None:
+            span = {"node": row, "kind": kind, "role": e.get("role"), "start": t,
                     "restore": None, "recovered": None}
             spans.append(span)
-            open_by_node[node] = span
-        elif kind in RESTORE_KINDS and node in open_by_node:
-            open_by_node[node]["restore"] = t
-        elif kind == "recovered" and node in open_by_node:
-            open_by_node.pop(node)["recovered"] = t
+            open_by_row[row] = span
+        elif kind in RESTORE_KINDS and row in open_by_row:
+            open_by_row[row]["restore"] = t
+        elif kind == "recovered" and row in open_by_row:
+            open_by_row.pop(row)["recovered"] = t
     for span in spans:
         if span["restore"] is None:
             span["restore"] = data.end_s
@@ -57,18 +95,16 @@ def _shade(ax: Any, spans: list[dict[str, Any]]) -> None:
 
 
 def timeline_svg(data: RunData) -> str:
-    """One row per node: bars while it was down or paused, a lighter tail until every
-    replica was back in sync, diamonds where a new leader was seen; drain marked."""
+    """One row per node (per cluster, and MirrorMaker 2, in a mirrored run): bars while it
+    was down or paused, a lighter tail until it had recovered, diamonds where a new leader
+    was seen, triangles where a component was started; drain marked."""
     spans = fault_spans(data)
-    nodes = sorted({s["node"] for s in spans}
-                   | {e["node"] for e in data.events if e.get("kind") == "elect"
-                      and e.get("node")}
-                   | {str(n) for n in (data.run.get("cluster", {}) or {}).get("nodes", {})},
-                   key=lambda n: (len(n), n))
+    nodes = timeline_rows(data)
     height = 0.55 * max(len(nodes), 1) + 1.9
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
-    fig.subplots_adjust(left=LEFT, right=RIGHT, top=1 - 0.45 / height, bottom=1.15 / height)
-    row = {n: i for i, n in enumerate(nodes)}
+    left = LEFT + (0.03 if data.mirrored else 0.0)
+    fig.subplots_adjust(left=left, right=RIGHT, top=1 - 0.45 / height, bottom=1.15 / height)
+    row = {n: len(nodes) - 1 - i for i, n in enumerate(nodes)}  # first row on top
     for s in spans:
         y = row[s["node"]]
         ax.barh(y, s["restore"] - s["start"], left=s["start"], height=0.5,
@@ -77,13 +113,18 @@ def timeline_svg(data: RunData) -> str:
             ax.barh(y, s["recovered"] - s["restore"], left=s["restore"], height=0.5,
                     color=FAULT_COLOURS[s["kind"]], alpha=0.3)
         ax.annotate(f"{s['kind']} ({s['role']})", (s["start"], y + 0.32), fontsize=8)
+    started = False
     for e in data.events:
-        t = data.seconds(e.get("time_ns"))
-        if e.get("kind") == "elect" and e.get("node") in row:
+        t, r = data.seconds(e.get("time_ns")), row_of(e)
+        if e.get("kind") == "elect" and r in row:
             controller = e.get("role") == "controller"
-            ax.plot(t, row[e["node"]] + (0.18 if controller else 0), zorder=3, ms=7,
+            ax.plot(t, row[r] + (0.18 if controller else 0), zorder=3, ms=7,
                     marker="s" if controller else "D",
                     color="#17becf" if controller else "#2ca02c")
+        elif e.get("kind") == "start" and r == MIRROR_ROW and not any(
+                s["node"] == r and s["restore"] == t for s in spans):
+            ax.plot(t, row[r], zorder=3, ms=7, marker="^", color="#2ca02c")
+            started = True
     drain = [data.seconds(e.get("time_ns")) for e in data.events
              if e.get("kind") in ("drain-start", "drain-end")]
     if drain:
@@ -91,7 +132,7 @@ def timeline_svg(data: RunData) -> str:
                    color="#7f7f7f", alpha=0.25, lw=0)
         ax.annotate("drain", (min(drain), 1.0), xycoords=("data", "axes fraction"),
                     fontsize=8, color="#555", ha="right", va="bottom")
-    ax.set_yticks(range(len(nodes)), [f"node {n}" for n in nodes])
+    ax.set_yticks([row[n] for n in nodes], nodes)
     ax.set_ylim(-0.6, max(len(nodes), 1) - 0.2)
     ax.set_xlim(0, data.end_s)
     ax.set_xlabel("seconds since the run began")
@@ -103,13 +144,20 @@ def timeline_svg(data: RunData) -> str:
     if any(e.get("kind") == "elect" and e.get("role") == "controller" for e in data.events):
         legend.append(plt.Line2D([], [], marker="s", color="#17becf", ls="",
                                  label="new controller"))
+    if started:
+        legend.append(plt.Line2D([], [], marker="^", color="#2ca02c", ls="",
+                                 label="MirrorMaker 2 started"))
     fig.legend(handles=legend, loc="lower center", ncol=6, fontsize=8, frameon=False)
-    ax.set_title("Faults and leader changes", pad=14)
+    title = ("Faults on both clusters and MirrorMaker 2" if data.mirrored
+             else "Faults and leader changes")
+    ax.set_title(title, pad=14)
     return _svg(fig)
 
 
 def series_svg(data: RunData) -> str:
     """Unseen (acknowledged, not yet consumed) and consumer lag, stacked, faults shaded."""
+    if data.mirrored:
+        return mirror_series_svg(data)
     spans = fault_spans(data)
     fig, (top, mid, low) = plt.subplots(3, 1, figsize=(WIDTH_IN, 7.2), sharex=True,
                                         gridspec_kw={"height_ratios": [3, 2, 1.4]})
@@ -134,4 +182,51 @@ def series_svg(data: RunData) -> str:
         ax.set_xlim(0, data.end_s)
         ax.set_ylim(bottom=0)
     fig.subplots_adjust(left=LEFT, right=RIGHT, top=0.95, bottom=0.08, hspace=0.35)
+    return _svg(fig)
+
+
+def mirror_series_svg(data: RunData) -> str:
+    """A mirrored run across its clusters, faults shaded: acknowledged on the source against
+    polled on the target, unseen, the mirror lag of every message, acks per second."""
+    m = data.mirror
+    spans = fault_spans(data)
+    fig, (flow, top, mid, low) = plt.subplots(
+        4, 1, figsize=(WIDTH_IN, 9.6), sharex=True,
+        gridspec_kw={"height_ratios": [3, 2.2, 2.4, 1.4]})
+    flow.step(m.source_acked.t, m.source_acked.values, where="post", color="#1f77b4", lw=1.4,
+              label="acknowledged on the source")
+    flow.step(m.target_seen.t, m.target_seen.values, where="post", color="#2ca02c", lw=1.4,
+              label="polled on the target (distinct ids)")
+    flow.step(m.target_polled.t, m.target_polled.values, where="post", color="#2ca02c",
+              lw=0.9, ls="--", label="polled on the target (records, with duplicates)")
+    flow.set_ylabel("messages")
+    flow.set_title("Source cluster: acknowledged; target cluster: polled")
+    flow.legend(loc="upper left", fontsize=8, frameon=False)
+    top.step(data.unseen.t, data.unseen.values, where="post", color="#1f77b4", lw=1.4)
+    top.fill_between(data.unseen.t, data.unseen.values, step="post", alpha=0.15)
+    top.set_ylabel("unseen messages")
+    top.set_title("Acknowledged on the source, not yet polled on the target (unseen)")
+    final = int(data.unseen.values[-1]) if len(data.unseen.values) else 0
+    if final:
+        top.text(0.99, 0.95, f"{final} never consumed", transform=top.transAxes,
+                 ha="right", va="top", color="#d62728", fontsize=10, fontweight="bold")
+    if len(m.lag_s):
+        mid.plot(m.lag_at_s, m.lag_s, ls="", marker=".", ms=2, color="#ff7f0e")
+        for q, style in ((0.5, "-"), (0.99, "--")):
+            mid.axhline(m.lag_quantile(q), color="#555", lw=0.8, ls=style,
+                        label=f"p{int(q * 100)} {m.lag_quantile(q):.3f} s")
+        mid.legend(loc="upper left", fontsize=8, frameon=False)
+    mid.set_ylabel("mirror lag (s)")
+    mid.set_title("Mirror lag: acknowledged on the source to first polled on the target, "
+                  "by acknowledgement time")
+    low.bar(data.acked_rate.t, data.acked_rate.values, width=1.0, align="edge",
+            color="#2ca02c", alpha=0.7)
+    low.set_ylabel("acks / s")
+    low.set_xlabel("seconds since the run began")
+    for ax in (flow, top, mid, low):
+        _shade(ax, spans)
+        ax.grid(alpha=0.3)
+        ax.set_xlim(0, data.end_s)
+        ax.set_ylim(bottom=0)
+    fig.subplots_adjust(left=LEFT, right=RIGHT, top=0.96, bottom=0.06, hspace=0.38)
     return _svg(fig)

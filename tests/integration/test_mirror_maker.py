@@ -1,6 +1,7 @@
 """MirrorMaker 2 against two real 1-broker clusters: it really stops, pauses and resumes
 under each failure type (nothing is mirrored while it is down, mirroring moves again after
-the restore), and the mirror nemesis records its faults as events."""
+the restore), and the nemesis (one fault runner for brokers and components) records its
+faults on MirrorMaker 2 as events."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.mirror import ClusterWriter, MirrorMaker, MirrorNemesis, probe
-from pytest_kreplica.nemesis import FaultPlan
+from pytest_kreplica.mirror import (
+    START_TIMEOUT_S,
+    ClusterWriter,
+    MirrorMaker,
+    mirror_component,
+    probe,
+)
+from pytest_kreplica.nemesis import FaultPlan, Nemesis
 
 TOPIC = "mm-it"
 DOWN_WINDOW_S = 4.0  # how long we watch the target not move while MirrorMaker is down
@@ -108,12 +115,15 @@ def test_mirror_nemesis_records_strike_restore_and_recovery(pair, mirror):
     sender = threading.Thread(target=keep_sending)
     sender.start()
     try:
-        records = MirrorNemesis(mm, writer, plan).run()
+        nemesis = Nemesis(source, writer, plan, [(TOPIC, 0), (TOPIC, 1)],
+                          components={"mirror-maker": mirror_component(mm)},
+                          recovery_timeout=START_TIMEOUT_S)
+        records = nemesis.run()
     finally:
         stop.set()
         sender.join(120)
     assert len(records) == 1 and records[0].error is None, records
-    assert records[0].state_after_strike == "stopped"
+    assert records[0].state_after_strike == "stopped" and records[0].node == "mirror-maker"
     assert records[0].recovery_s is not None and records[0].recovery_s > 0
     events = [json.loads(line) for line in
               (writer.run_dir / "events.jsonl").read_text().splitlines()]

@@ -46,8 +46,69 @@ def make_run(run_dir: Path, messages: int = 4000) -> dict:
     return {"lost": LOST, "unseen": UNSEEN}
 
 
+MIRROR_DUPLICATES = 20  # ids mirrored again after the hard failure, at new target offsets
+
+
+def make_mirrored_run(run_dir: Path, messages: int = 1000) -> dict:
+    """A mirrored run (HISTORY.md "Mirrored runs"): 100 msg/s to 2 source partitions;
+    MirrorMaker 2 SIGKILLed at 3 s, restarted at 8 s, mirroring again at 12 s (what was
+    acknowledged meanwhile arrives then), the last ``MIRROR_DUPLICATES`` ids it had written
+    before the kill mirrored a second time; a leader election on the target at 5 s."""
+    src_offsets, tgt_offsets = {0: 0, 1: 0}, {0: 0, 1: 0}
+    poll_no = 0
+    with RunWriter(run_dir) as w:
+        w.event("start", process=0, detail="producer", time_ns=T0, cluster="source")
+        w.event("assign", process=1, detail="source.t-0,source.t-1", time_ns=T0,
+                cluster="target")
+        w.event("start", node="mirror-maker", role="mirror-maker", detail="MirrorMaker 2",
+                time_ns=T0)
+        before_kill = []
+        for i in range(messages):
+            p = i % 2
+            mid = f"m{i:05d}"
+            t = T0 + int(i * 1e7)  # 100 msg/s -> 10 s
+            w.send(process=0, topic="t", partition=p, id=mid, offset=src_offsets[p],
+                   status="ok", invoke_ns=t, complete_ns=t + 1_000_000, error=None,
+                   cluster="source")
+            src_offsets[p] += 1
+            if t - T0 < 3 * S:
+                arrive = t + 100_000_000
+                before_kill.append((p, mid))
+            else:
+                arrive = max(T0 + 12 * S, t + 100_000_000)
+            poll_no += 1
+            w.poll(process=1, poll=poll_no, topic="source.t", partition=p,
+                   offset=tgt_offsets[p], id=mid, time_ns=arrive, index=0, cluster="target")
+            tgt_offsets[p] += 1
+            if i == 300:  # the restarted task re-mirrors what it had not committed
+                for q, dup in before_kill[-MIRROR_DUPLICATES:]:
+                    poll_no += 1
+                    w.poll(process=1, poll=poll_no, topic="source.t", partition=q,
+                           offset=tgt_offsets[q], id=dup, time_ns=T0 + 12 * S, index=0,
+                           cluster="target")
+                    tgt_offsets[q] += 1
+        w.event("kill", node="mirror-maker", role="mirror-maker", detail="fault #1: hard",
+                time_ns=T0 + 3 * S)
+        w.event("elect", node="1", role="leader", detail="source.t-0: leader 2 -> 1",
+                time_ns=T0 + 5 * S, cluster="target")
+        w.event("start", node="mirror-maker", role="mirror-maker", detail="fault #1: restore",
+                time_ns=T0 + 8 * S)
+        w.event("recovered", node="mirror-maker", role="mirror-maker",
+                detail="fault #1: working again", time_ns=T0 + 12 * S)
+        w.event("drain-start", process=1, time_ns=T0 + 13 * S, cluster="target")
+        w.event("drain-end", process=1, time_ns=T0 + 14 * S, cluster="target")
+    nodes = {"1": {}, "2": {}, "3": {}}
+    write_run_json(run_dir, {
+        "case": "mirror-maker-failure-hard", "semantics": "at-least-once",
+        "mirror": {"topics": {"t": "source.t"}, "policy": "default", "exactly_once": False,
+                   "kafka_version": "4.3.1"},
+        "cluster": {"source": {"kafka_version": "3.9.2", "nodes": nodes},
+                    "target": {"kafka_version": "4.3.1", "nodes": nodes}}})
+    return {"duplicates": MIRROR_DUPLICATES}
+
+
 if __name__ == "__main__":  # python -m tests.report.synthetic DIR: a page to look at
     import sys
 
-    make_run(Path(sys.argv[1]))
+    (make_mirrored_run if "--mirrored" in sys.argv else make_run)(Path(sys.argv[1]))
     print(json.dumps({"written": sys.argv[1]}))

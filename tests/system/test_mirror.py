@@ -1,56 +1,49 @@
 """Test case C.6: every selected case of scenario ``mirror`` (matrices/mirror-maker-failure.yaml)
 runs a source and a target cluster joined by MirrorMaker 2 that the nemesis fails during the
-produce. The mirrored history must be valid (at-least-once: duplicates after a hard failure
-are counted and shown, not failures), both clusters' replicas must agree, and every planned
-fault must have struck and been followed by mirroring moving again. Select subsets by
-marker, e.g. ``pytest tests/system -m "mirror_maker_failure and failure_hard"``."""
+produce. The mirrored history must be valid under the case's semantics (at-least-once:
+duplicates after a hard failure are counted and shown, not failures; exactly-once: a
+duplicate fails the case), both clusters' replicas must agree, every planned fault must
+have struck and been followed by mirroring moving again, and the report must show both
+clusters. Select subsets by marker, e.g.
+``pytest tests/system -m "mirror_maker_failure and failure_hard"``."""
 
 import json
-import shutil
 
 import pytest
 
 
-@pytest.fixture
-def mirror_run(kreplica_options, kreplica_pool, kreplica_output, kreplica_record):
-    from pytest_kreplica.mirror import acquire_pair, run_mirror_case
-
-    def run(case, target_version=None):
-        run_dir = kreplica_output / case.case_id
-        if run_dir.exists():  # histories are append-only: never mix two runs
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True)
-        row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
-        try:
-            source, target = acquire_pair(kreplica_pool, case, target_version)
-            result = run_mirror_case(case, source, target, run_dir,
-                                     spark_master=kreplica_options.spark_master,
-                                     replica_check=kreplica_options.replica_check)
-            row = result.summary()
-            return result
-        finally:
-            kreplica_record(row)
-
-    return run
-
-
 @pytest.mark.kreplica_scenario("mirror")
-def test_mirror_maker_failure(kreplica_case, mirror_run):
-    result = mirror_run(kreplica_case, kreplica_case.target_kafka_version)
-    faults = result.extra.get("mirror_faults", [])
-    assert len(faults) == kreplica_case.failures, (
-        f"expected {kreplica_case.failures} MirrorMaker 2 faults, seen {faults}; "
-        f"run directory {result.run_dir}")
+def test_mirror_maker_failure(kreplica_case, mirror_pair_run):
+    case = kreplica_case
+    result = mirror_pair_run(case, case.target_kafka_version)
+    where = f"run directory {result.run_dir}; log {result.log_files['mirror-maker']}"
+    faults = result.extra.get("faults", [])
+    assert len(faults) == case.failures, (
+        f"expected {case.failures} MirrorMaker 2 faults, seen {faults}; {where}")
     expected_state = {"clean": "stopped", "hard": "stopped", "soft": "paused"}
     for fault in faults:
         assert fault["error"] is None and fault["recovered_ns"] is not None, (
             f"expected fault #{fault['index']} to strike and mirroring to move again, seen "
-            f"{json.dumps(fault)}; log {result.log_files['mirror-maker']}")
-        assert fault["state_after_strike"] == expected_state[kreplica_case.failure], fault
+            f"{json.dumps(fault)}; {where}")
+        assert fault["node"] == "mirror-maker" and fault["target"] == "mirror-maker", fault
+        assert fault["state_after_strike"] == expected_state[case.failure], fault
     kinds = [json.loads(line)["kind"] for line in
              (result.run_dir / "events.jsonl").read_text().splitlines()
              if json.loads(line)["role"] == "mirror-maker"]
-    strike = {"clean": "terminate", "hard": "kill", "soft": "pause"}[kreplica_case.failure]
-    assert kinds.count(strike) == kreplica_case.failures, kinds
-    assert kinds.count("recovered") == kreplica_case.failures, kinds
+    strike = {"clean": "terminate", "hard": "kill", "soft": "pause"}[case.failure]
+    assert kinds.count(strike) == case.failures, kinds
+    assert kinds.count("recovered") == case.failures, kinds
+    if case.mirror_semantics == "exactly-once" and "target_batches" in result.extra:
+        batches = result.extra["target_batches"]
+        assert batches["data"] and batches["data"] == batches["transactional"] \
+            and batches["control"], (
+                f"expected every mirrored batch on the target inside a transaction, with "
+                f"commit markers, seen {batches}; {where}")
+    verdict = json.loads((result.run_dir / "verdict.json").read_text())
+    clusters = verdict["clusters"]
+    assert {"source", "target", "mirror_maker", "over_time"} <= set(clusters), clusters
+    assert [e["kind"] for e in clusters["mirror_maker"]["events"]].count(strike) == \
+        case.failures, clusters["mirror_maker"]["events"]
+    page = (result.run_dir / "report.html").read_text()
+    assert "source node" in page and "target node" in page and "MirrorMaker 2" in page
     result.assert_valid()

@@ -10,58 +10,49 @@ version and the finalised metadata.version must be the new one.
 CI-sized pair."""
 
 import json
-import shutil
 
 import pytest
 
 
 @pytest.fixture
-def compat_run(kreplica_options, kreplica_pool, kreplica_output, kreplica_record):
+def upgrade_run(kreplica_options, kreplica_pool, recorded_run):
+    """``upgrade_run(case) -> CaseResult``: a rolling upgrade under load on a cluster of its
+    own (per-node versions), closed afterwards."""
     from pytest_kreplica.cluster.base import ClusterSpec
-    from pytest_kreplica.mirror import acquire_pair, run_mirror_case
     from pytest_kreplica.scenario import run_case
     from pytest_kreplica.upgrade import VersionedCluster, upgrade_hooks
 
     def run(case):
-        run_dir = kreplica_output / case.case_id
-        if run_dir.exists():  # histories are append-only: never mix two runs
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True)
-        row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
-        try:
-            if case.compat == "mirror-pair":
-                source, target = acquire_pair(kreplica_pool, case, case.target_kafka_version)
-                result = run_mirror_case(case, source, target, run_dir,
-                                         spark_master=kreplica_options.spark_master,
-                                         replica_check=kreplica_options.replica_check)
-            else:
-                spec = ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
-                                   backend=case.backend, role="upgrade")
-                cluster = VersionedCluster(spec, run_dir / "cluster")
-                try:
-                    cluster.start(timeout=kreplica_pool.start_timeout)
-                    hooks, _ = upgrade_hooks(case, case.target_kafka_version)
-                    result = run_case(case, cluster, run_dir, hooks,
-                                      spark_master=kreplica_options.spark_master,
-                                      replica_check=kreplica_options.replica_check,
-                                      drain_timeout=120.0)
-                    result.extra["node_versions"] = {
-                        str(n.node_id): cluster.node_version(n.node_id) for n in cluster.nodes}
-                finally:
-                    cluster.close()
-            row = result.summary()
-            return result
-        finally:
-            kreplica_record(row)
+        def body(run_dir):
+            spec = ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
+                               backend=case.backend, role="upgrade")
+            cluster = VersionedCluster(spec, run_dir / "cluster")
+            try:
+                cluster.start(timeout=kreplica_pool.start_timeout)
+                hooks, _ = upgrade_hooks(case, case.target_kafka_version)
+                result = run_case(case, cluster, run_dir, hooks,
+                                  spark_master=kreplica_options.spark_master,
+                                  replica_check=kreplica_options.replica_check,
+                                  drain_timeout=120.0)
+                result.extra["node_versions"] = {
+                    str(n.node_id): cluster.node_version(n.node_id) for n in cluster.nodes}
+                return result
+            finally:
+                cluster.close()
+
+        return recorded_run(case, body)
 
     return run
 
 
 @pytest.mark.kreplica_scenario("version-compat")
-def test_version_compat(kreplica_case, compat_run):
+def test_version_compat(kreplica_case, mirror_pair_run, upgrade_run):
     from pytest_kreplica import distribution
 
-    result = compat_run(kreplica_case)
+    if kreplica_case.compat == "upgrade":
+        result = upgrade_run(kreplica_case)
+    else:
+        result = mirror_pair_run(kreplica_case, kreplica_case.target_kafka_version)
     run = json.loads((result.run_dir / "run.json").read_text())
     if kreplica_case.compat == "upgrade":
         upgrade = result.extra.get("upgrade")

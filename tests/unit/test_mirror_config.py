@@ -59,14 +59,62 @@ def test_properties_need_topics():
         mm2_properties("s", "t", [])
 
 
-def test_cluster_writer_tags_sends_and_polls_only(tmp_path):
+def test_cluster_writer_tags_sends_polls_and_events_with_its_cluster(tmp_path):
     with RunWriter(tmp_path) as writer:
         ClusterWriter(writer, "source").send(0, "t", 0, "1", 5, "ok", 1, 2, None)
         ClusterWriter(writer, "target").poll(1, 1, "source.t", 0, 5, "1", 3, 0)
         ClusterWriter(writer, "target").event("assign", process=1)
+        writer.event("kill", node="mirror-maker", role="mirror-maker")  # between the two
     assert '"cluster":"source"' in (tmp_path / "sends.jsonl").read_text()
     assert '"cluster":"target"' in (tmp_path / "polls.jsonl").read_text()
-    assert "cluster" not in (tmp_path / "events.jsonl").read_text()
+    events = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert '"cluster":"target"' in events[0] and "cluster" not in events[1]
+
+
+def test_exactly_once_properties_follow_kip_618_and_kip_710():
+    props = mm2_properties("s", "t", ["x"], exactly_once=True, rest_port=18083)
+    assert props["target.exactly.once.source.support"] == "enabled"
+    assert props["source.consumer.isolation.level"] == "read_committed"
+    assert props["dedicated.mode.enable.internal.rest"] == "true"
+    assert props["listeners"] == "http://127.0.0.1:18083"  # loopback only
+    plain = mm2_properties("s", "t", ["x"])
+    assert not any("exactly.once" in k or "isolation" in k for k in plain)
+    assert "listeners" not in plain
+    with pytest.raises(InputError, match="rest_port"):
+        mm2_properties("s", "t", ["x"], exactly_once=True)
+
+
+def test_mirror_semantics_dimension_sets_expected_semantics_and_marker():
+    m = parse_matrix(Path("eo.yaml"), {"scenario": "mirror", "dimensions": {
+        "failure": ["hard"], "target": ["mirror-maker"], "idempotence": [True],
+        "mirror_semantics": ["at-least-once", "exactly-once"]}})
+    alo, eo = m.cases
+    assert (alo.semantics, eo.semantics) == ("at-least-once", "exactly-once")
+    assert alo.case_id.endswith("mm-alo") and eo.case_id.endswith("mm-eo")
+    assert "mirror_exactly_once" in eo.markers and "mirror_exactly_once" not in alo.markers
+
+
+@pytest.mark.parametrize("dims,key", [
+    ({"mirror_semantics": ["exactly-once"]}, "mirror_semantics"),  # needs idempotence
+    ({"mirror_semantics": ["exactly-once"], "idempotence": [True], "failure": ["hard"]},
+     "mirror_semantics"),  # needs a mirrored scenario
+])
+def test_exactly_once_mirroring_rejects_what_cannot_hold(dims, key):
+    data = {"scenario": "mirror" if "failure" not in dims else "replication",
+            "dimensions": dims}
+    with pytest.raises(MatrixError, match=rf"bad.yaml: case .*\.{key}: .*allowed: "):
+        parse_matrix(Path("bad.yaml"), data)
+
+
+def test_ci_subset_has_one_exactly_once_hard_case():
+    cases = load_matrix(MATRICES / "mirror-maker-failure.yaml").cases
+    ci = [c for c in cases if "ci" in c.markers]
+    eo = [c for c in ci if c.mirror_semantics == "exactly-once"]
+    assert [(c.failure, c.failures, c.brokers) for c in eo] == [("hard", 1, 1)]
+    assert {c.failure for c in ci if c.mirror_semantics == "at-least-once"} == {
+        "clean", "hard", "soft"}
+    assert all(c.idempotence for c in cases)
+    assert {c.semantics for c in cases} == {"at-least-once", "exactly-once"}
 
 
 def test_source_and_target_specs_differ_so_the_pool_keeps_both():
@@ -81,7 +129,7 @@ def test_source_and_target_specs_differ_so_the_pool_keeps_both():
 def test_mirror_matrices_expand_with_ci_subsets_and_markers():
     mm = load_matrix(MATRICES / "mirror-maker-failure.yaml")
     ci = [c for c in mm.cases if "ci" in c.markers]
-    assert sorted(c.failure for c in ci) == ["clean", "hard", "soft"]
+    assert sorted(c.failure for c in ci) == ["clean", "hard", "hard", "soft"]
     assert all(c.target == "mirror-maker" and "mirror_maker_failure" in c.markers
                for c in mm.cases)
     vc = load_matrix(MATRICES / "version-compat.yaml")

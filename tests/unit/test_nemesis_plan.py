@@ -128,3 +128,91 @@ def test_soft_pause_that_kept_the_leader_and_follower_faults_are_not_failures():
     assert all(c["ok"] for c in scenario_checks([kept]))
     follower = _rec(target="follower", node=2, leader_before=1)
     assert [c["ok"] for c in scenario_checks([follower])] == [True]
+
+
+class _FakeProcess:
+    """Stands in for MirrorMaker 2: the fault methods flip a state (pure runner logic; the
+    real process is failed in tests/integration/test_mirror_maker.py)."""
+
+    def __init__(self):
+        from pytest_kreplica.cluster.base import NodeState
+
+        self.states = NodeState
+        self.state = NodeState.RUNNING
+        self.pid = 4242
+        self.calls: list[str] = []
+
+    def _to(self, name, state):
+        self.calls.append(name)
+        self.state = state
+
+    def kill(self):
+        self._to("kill", self.states.STOPPED)
+
+    def terminate(self):
+        self._to("terminate", self.states.STOPPED)
+
+    def pause(self):
+        self._to("pause", self.states.PAUSED)
+
+    def resume(self):
+        self._to("resume", self.states.RUNNING)
+
+    def start(self):
+        self._to("start", self.states.RUNNING)
+
+
+class _Events:
+    def __init__(self):
+        self.rows = []
+
+    def event(self, kind, **kw):
+        self.rows.append({"kind": kind, **kw})
+
+
+@pytest.mark.parametrize("failure,strike,restore,state", [
+    ("hard", "kill", "start", "stopped"), ("clean", "terminate", "start", "stopped"),
+    ("soft", "pause", "resume", "paused")])
+def test_component_faults_share_the_runner_record_and_events(failure, strike, restore, state):
+    from pytest_kreplica.nemesis import Component
+
+    proc, events, waited = _FakeProcess(), _Events(), []
+    comp = Component("mirror-maker", "MirrorMaker 2", proc, lambda: 17,
+                     lambda base, timeout: waited.append((base, timeout)))
+    plan = FaultPlan(seed=5, failure=failure, target="mirror-maker", failures=2,
+                     downtime_s=0.0, delay_s=(0.0, 0.01))
+    records = Nemesis(None, events, plan, [("t", 0)], components={"mirror-maker": comp},
+                      recovery_timeout=9.0).run()
+    assert proc.calls == [strike, restore] * 2
+    assert [r.state_after_strike for r in records] == [state, state]
+    assert all(r.node == "mirror-maker" and r.topic is None and r.error is None
+               and r.progress_at_restore == 17 and r.recovery_s is not None for r in records)
+    assert waited == [(17, 9.0), (17, 9.0)]
+    assert [e["kind"] for e in events.rows] == [strike, restore, "recovered"] * 2
+    assert {e["node"] for e in events.rows} == {"mirror-maker"}
+    checks = scenario_checks(records)
+    assert len(checks) == 2 and all(c["ok"] and "working again" in c["detail"]
+                                    for c in checks)
+
+
+def test_component_that_does_not_recover_fails_its_fault():
+    from pytest_kreplica.errors import ClusterError
+    from pytest_kreplica.nemesis import Component
+
+    def never(base, timeout):
+        raise ClusterError("expected mirroring to move again within 9 s; last seen: 0")
+
+    comp = Component("mirror-maker", "MirrorMaker 2", _FakeProcess(), lambda: 0, never)
+    plan = FaultPlan(seed=5, failure="hard", target="mirror-maker", downtime_s=0.0,
+                     delay_s=(0.0, 0.01))
+    nemesis = Nemesis(None, _Events(), plan, [("t", 0)], components={"mirror-maker": comp})
+    with pytest.raises(ClusterError, match="restore of MirrorMaker 2 failed.*move again"):
+        nemesis.run()
+    (check,) = scenario_checks(nemesis.records)
+    assert not check["ok"]
+
+
+def test_component_target_without_its_component_is_an_input_error():
+    plan = FaultPlan(seed=1, failure="hard", target="mirror-maker")
+    with pytest.raises(InputError, match="target 'mirror-maker' needs that component"):
+        Nemesis(None, _Events(), plan, [("t", 0)])
