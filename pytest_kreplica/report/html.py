@@ -230,7 +230,9 @@ def render_report(run_dir: str | Path) -> str:
 def _clusters_html(data: Any, verdict: dict[str, Any]) -> str:
     """One row per cluster and one for MirrorMaker 2 between them: version, nodes, what
     went in and came out, faults, mirror lag."""
-    section = verdict.get("clusters") or clusters_section(data)
+    section = verdict.get("clusters")
+    if not section or "source" not in section:  # absent, or its computation failed
+        section = clusters_section(data)
     src, tgt, mm = section["source"], section["target"], section["mirror_maker"]
     lag = mm.get("lag") or {}
     faults = [e for e in mm["events"] if e["kind"] in ("kill", "terminate", "pause")]
