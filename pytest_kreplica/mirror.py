@@ -668,23 +668,46 @@ def _clusters_section(run_dir: Path) -> dict[str, Any] | None:
 
 
 def target_batch_kinds(replicas_dir: Path) -> dict[str, int]:
-    """Record batches in the target's snapshot (every replica), by kind: ``data``,
-    ``transactional`` (data batches written inside a transaction) and ``control``
-    (commit / abort markers). Evidence that exactly-once mirroring really wrote
-    transactionally, read from the segments themselves."""
+    """What the target's log holds for the mirrored partitions, read from the snapshot's
+    segments (one replica per partition: the replicas are compared elsewhere). ``data``
+    batches, of which ``transactional``; ``commits`` / ``aborts``: transaction markers;
+    ``records`` in data batches and ``aborted_records`` (in transactions that ended with an
+    abort marker: what a read_uncommitted reader would see twice after a hard failure).
+    Evidence that exactly-once mirroring really wrote transactionally."""
+    from kafka.record.default_records import DefaultRecordBatch
+
     from .replicas.batches import CONTROL_MASK, SegmentScanner
 
     transactional_mask = 0x10
-    kinds = {"data": 0, "transactional": 0, "control": 0}
-    for segment in sorted(Path(replicas_dir).glob("replicas/*/*/*.log")):
-        for batch in SegmentScanner(segment):
-            if batch.corrupt:
-                continue
-            if batch.attributes & CONTROL_MASK:
-                kinds["control"] += 1
-            else:
+    kinds = dict.fromkeys(("data", "transactional", "commits", "aborts", "records",
+                           "aborted_records"), 0)
+    chosen: dict[str, Path] = {}  # partition directory name -> the first replica holding it
+    for part in sorted(Path(replicas_dir).glob("replicas/*/*"), key=lambda d: (
+            len(d.parent.name), d.parent.name)):
+        chosen.setdefault(part.name, part)
+    for part in chosen.values():
+        open_records: dict[int, int] = {}  # producer id -> records in its open transaction
+        for segment in sorted(part.glob("*.log")):
+            for batch in SegmentScanner(segment, keep_data=True):
+                if batch.corrupt or batch.data is None:
+                    continue
+                parsed = DefaultRecordBatch(bytes(batch.data))
+                if batch.attributes & CONTROL_MASK:
+                    marker = next(iter(parsed), None)
+                    key = bytes(marker.key) if marker is not None and marker.key else b""
+                    abort = len(key) >= 4 and int.from_bytes(key[2:4], "big") == 0
+                    kinds["aborts" if abort else "commits"] += 1
+                    pending = open_records.pop(parsed.producer_id, 0)
+                    if abort:
+                        kinds["aborted_records"] += pending
+                    continue
+                count = batch.last_offset - batch.base_offset + 1
                 kinds["data"] += 1
-                kinds["transactional"] += bool(batch.attributes & transactional_mask)
+                kinds["records"] += count
+                if batch.attributes & transactional_mask:
+                    kinds["transactional"] += 1
+                    open_records[parsed.producer_id] = open_records.get(
+                        parsed.producer_id, 0) + count
     return kinds
 
 

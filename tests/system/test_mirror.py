@@ -36,7 +36,7 @@ def test_mirror_maker_failure(kreplica_case, mirror_pair_run):
     if case.mirror_semantics == "exactly-once" and "target_batches" in result.extra:
         batches = result.extra["target_batches"]
         assert batches["data"] and batches["data"] == batches["transactional"] \
-            and batches["control"], (
+            and batches["commits"], (
                 f"expected every mirrored batch on the target inside a transaction, with "
                 f"commit markers, seen {batches}; {where}")
     verdict = json.loads((result.run_dir / "verdict.json").read_text())
