@@ -51,6 +51,11 @@ START_TIMEOUT_S = 180.0  # launch to first mirrored record: ≈ 10 s idle, far m
 STOP_TIMEOUT_S = 30.0
 KILL_WAIT_S = 15.0
 POLL_S = 0.25
+# exactly-once: a SIGKILLed task leaves its transaction (records + source offsets) open on
+# the target; the restarted worker reads its offsets topic read_committed and so waits until
+# the coordinator aborts it at transaction.timeout.ms (60 s by default, seen: restore to
+# mirroring again 63 s). A task commits every poll, far within this.
+EOS_TRANSACTION_TIMEOUT_MS = 15_000
 
 
 def mirrored_name(topic: str, policy: str = "default", alias: str = SOURCE_ALIAS) -> str:
@@ -131,6 +136,7 @@ def mm2_properties(source_bootstrap: str, target_bootstrap: str, topics: list[st
         props.update({
             f"{TARGET_ALIAS}.exactly.once.source.support": "enabled",
             f"{SOURCE_ALIAS}.consumer.isolation.level": "read_committed",
+            f"{TARGET_ALIAS}.producer.transaction.timeout.ms": str(EOS_TRANSACTION_TIMEOUT_MS),
             "dedicated.mode.enable.internal.rest": "true",
             "listeners": f"http://127.0.0.1:{rest_port}",
             "rest.advertised.host.name": "127.0.0.1",

@@ -77,6 +77,7 @@ def test_exactly_once_properties_follow_kip_618_and_kip_710():
     assert props["source.consumer.isolation.level"] == "read_committed"
     assert props["dedicated.mode.enable.internal.rest"] == "true"
     assert props["listeners"] == "http://127.0.0.1:18083"  # loopback only
+    assert int(props["target.producer.transaction.timeout.ms"]) < 60_000
     plain = mm2_properties("s", "t", ["x"])
     assert not any("exactly.once" in k or "isolation" in k for k in plain)
     assert "listeners" not in plain
