@@ -10,9 +10,9 @@ reads the source and another the mirrored topic on the target. Mirror lag is, pe
 acknowledged id, the time from its acknowledgement on the source to its first poll on the
 target; the baseline measured in the same run is the same time to a poll on the source
 itself. Prints medians over the runs of p50 / p99 and the target/source ratio.
-With ``--backends process docker`` the same runs repeat on docker clusters with MirrorMaker 2
-as a container (image built before the clock), and the docker/process ratio of the start
-figure is printed.
+With ``--backends process docker`` the runs alternate with runs on docker clusters (MirrorMaker 2
+as a container, its image built before the clock), so both see the same load; the
+docker/process ratio of the start figure is printed.
 ``--run-dir`` prints the lag of an existing mirrored run directory (e.g. the C.6 smoke case,
 faults included) from its sends.jsonl and polls.jsonl.
 """
@@ -91,24 +91,33 @@ def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
             "source_p99_ms": pct(source_lag, 0.99), "mirrored": len(target_lag)}
 
 
-def measure(backend: str, runs: int, messages: int) -> list[dict[str, float]]:
-    """``runs`` MirrorMaker 2 launches between a fresh 1-broker source and target."""
+def measure(backends: list[str], runs: int, messages: int) -> dict[str, list[dict[str, float]]]:
+    """``runs`` MirrorMaker 2 launches per backend, each between a 1-broker source and target
+    of that backend; the backends' runs alternate, so they share the machine's load."""
+    from contextlib import ExitStack
+
     from pytest_kreplica.cluster import create_cluster
     from pytest_kreplica.cluster.base import ClusterSpec
 
-    with tempfile.TemporaryDirectory(prefix=f"bench-mirror-{backend}-") as tmp:
+    results: dict[str, list[dict[str, float]]] = {b: [] for b in backends}
+    with tempfile.TemporaryDirectory(prefix="bench-mirror-") as tmp, ExitStack() as stack:
         root = Path(tmp)
-        source = create_cluster(ClusterSpec(brokers=1, role="source", backend=backend),
-                                root / "source")
-        target = create_cluster(ClusterSpec(brokers=1, role="target", backend=backend),
-                                root / "target")
-        try:
-            source.start(timeout=240)
-            target.start(timeout=240)
-            return [one_run(source, target, messages, root / f"run-{i}") for i in range(runs)]
-        finally:
-            source.close()
-            target.close()
+        pairs = {}
+        for backend in backends:
+            pair = []
+            for role in ("source", "target"):
+                cluster = create_cluster(ClusterSpec(brokers=1, role=role, backend=backend),
+                                         root / backend / role)
+                stack.callback(cluster.close)
+                cluster.start(timeout=240)
+                pair.append(cluster)
+            pairs[backend] = pair
+        for i in range(runs):
+            for backend in backends:
+                source, target = pairs[backend]
+                results[backend].append(one_run(source, target, messages,
+                                                root / backend / f"run-{i}"))
+    return results
 
 
 def main() -> None:
@@ -125,8 +134,8 @@ def main() -> None:
               f"p99 {pct(lag, .99):.0f} ms, max {lag[-1] if lag else float('nan'):.0f} ms")
         return
     medians = {}
-    for backend in args.backends:
-        results = measure(backend, args.runs, args.messages)
+    measured = measure(args.backends, args.runs, args.messages)
+    for backend, results in measured.items():
         for r in results:
             print(f"{backend} run: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
         med = {k: statistics.median(r[k] for r in results) for k in results[0]}
