@@ -6,7 +6,13 @@ so machine noise hits all alike; reports medians, the Spark / baseline ratio and
 resident memory of each process tree (JVM included). A script, not a timed test:
 
     python benchmarks/bench_checker.py --sizes 1000000 --repeat 3
-    python benchmarks/bench_checker.py --sizes 10000000 --repeat 1 --no-baseline
+    python benchmarks/bench_checker.py --sizes 10000000 --repeat 3 --driver-memory 4g
+    python benchmarks/bench_checker.py --sizes 100000000 --repeat 1 --formats parquet \
+        --driver-memory 4g
+
+Histories are generated once per size (JSON Lines by a row loop, Parquet straight from
+vectorised chunks: both hold the same rows). The baseline is stopped when its process grows
+past --baseline-cap-gib (12 by default): it keeps every id in Python dicts and sets.
 
 Output goes to benchmarks/out/ (ignored by git) unless --out is given.
 """
@@ -30,12 +36,9 @@ PARTITIONS, PRODUCERS, CONSUMERS, BATCH = 16, 4, 4, 500
 
 
 def generate(run_dir: Path, n: int) -> None:
-    """A clean history: PRODUCERS producers round-robin over PARTITIONS partitions, every
-    record read once by one of CONSUMERS consumers, BATCH records per poll call."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-    import pyarrow.parquet as pq
-
+    """A clean history as JSON Lines: PRODUCERS producers round-robin over PARTITIONS
+    partitions, every record read once by one of CONSUMERS consumers, BATCH records per poll
+    call. generate_parquet() writes the same rows as Parquet."""
     jsonl = run_dir / "jsonl"
     jsonl.mkdir(parents=True, exist_ok=True)
     next_offset = [0] * PARTITIONS
@@ -68,29 +71,79 @@ def generate(run_dir: Path, n: int) -> None:
             out.write(f'{{"time_ns":{10**12 - 10},"kind":"assign","process":{100 + c},'
                       '"node":null,"role":null,"detail":null}\n')
     (jsonl / "run.json").write_text('{"semantics": "at-least-once"}\n')
-    parquet = run_dir / "parquet"
-    parquet.mkdir(exist_ok=True)
-    (parquet / "run.json").write_text((jsonl / "run.json").read_text())
-    for name in ("sends", "polls", "events"):
-        table = pj.read_json(jsonl / f"{name}.jsonl",
-                             parse_options=pj.ParseOptions(newlines_in_values=False))
-        if name == "sends":
-            table = table.set_column(table.schema.get_field_index("error"), "error",
-                                     pa.nulls(table.num_rows, pa.string()))
-        if name == "events":
-            for col in ("node", "role", "detail"):
-                table = table.set_column(table.schema.get_field_index(col), col,
-                                         pa.nulls(table.num_rows, pa.string()))
-        pq.write_table(table, parquet / f"{name}.parquet", compression="snappy")
 
 
-def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall time, peak RSS of the whole process tree (MiB), stdout."""
+CHUNK = 2_000_000
+
+
+def _ids(i):
+    """The ids of generate() for the int64 array i: p{i % PRODUCERS}-{i:09d}."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    producer = pc.cast(pc.remainder(i, PRODUCERS), pa.string())
+    number = pc.utf8_lpad(pc.cast(i, pa.string()), width=9, padding="0")
+    return pc.binary_join_element_wise("p", producer, "-", number, "")
+
+
+def generate_parquet(run_dir: Path, n: int) -> None:
+    """The rows of generate(), in the same order, written straight to Parquet in chunks of
+    CHUNK rows (bounded memory, no JSON detour): how 100M-row histories are made."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = run_dir / "parquet"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.json").write_text('{"semantics": "at-least-once"}\n')
+    i64, text = pa.int64(), pa.string()
+    sends_schema = pa.schema([("process", i64), ("topic", text), ("partition", i64),
+                              ("id", text), ("offset", i64), ("status", text),
+                              ("invoke_ns", i64), ("complete_ns", i64), ("error", text)])
+    with pq.ParquetWriter(out / "sends.parquet.tmp", sends_schema, compression="snappy") as w:
+        for start in range(0, n, CHUNK):
+            i = np.arange(start, min(n, start + CHUNK), dtype=np.int64)
+            t = 1_000_000 + i * 1000
+            w.write_table(pa.table([
+                i % PRODUCERS, pa.repeat("bench", len(i)), i % PARTITIONS, _ids(pa.array(i)),
+                i // PARTITIONS, pa.repeat("ok", len(i)), t, t + 700,
+                pa.nulls(len(i), text)], schema=sends_schema))
+    polls_schema = pa.schema([("process", i64), ("poll", i64), ("topic", text),
+                              ("partition", i64), ("offset", i64), ("id", text),
+                              ("time_ns", i64), ("index", i64)])
+    with pq.ParquetWriter(out / "polls.parquet.tmp", polls_schema, compression="snappy") as w:
+        for c in range(CONSUMERS):
+            poll_base = 0
+            for p in range(c, PARTITIONS, CONSUMERS):
+                length = (n - p + PARTITIONS - 1) // PARTITIONS
+                for start in range(0, length, CHUNK):
+                    o = np.arange(start, min(length, start + CHUNK), dtype=np.int64)
+                    poll = poll_base + o // BATCH
+                    w.write_table(pa.table([
+                        np.full(len(o), 100 + c, dtype=np.int64), poll,
+                        pa.repeat("bench", len(o)), np.full(len(o), p, dtype=np.int64), o,
+                        _ids(pa.array(o * PARTITIONS + p)), 10**12 + c + poll * 1000,
+                        o % BATCH], schema=polls_schema))
+                poll_base += (length + BATCH - 1) // BATCH
+    events_schema = pa.schema([("time_ns", i64), ("kind", text), ("process", i64),
+                               ("node", text), ("role", text), ("detail", text)])
+    pq.write_table(pa.table([[10**12 - 10] * CONSUMERS, ["assign"] * CONSUMERS,
+                             [100 + c for c in range(CONSUMERS)], pa.nulls(CONSUMERS, text),
+                             pa.nulls(CONSUMERS, text), pa.nulls(CONSUMERS, text)],
+                            schema=events_schema), out / "events.parquet")
+    for name in ("sends", "polls"):
+        os.replace(out / f"{name}.parquet.tmp", out / f"{name}.parquet")
+
+
+def run_measured(cmd: list[str], env: dict[str, str],
+                 cap_mib: float | None = None) -> tuple[float, float, str | None]:
+    """Wall time, peak RSS of the whole process tree (MiB), stdout; stdout is None when the
+    tree grew past cap_mib and was killed (the machine is shared: never let it swap or OOM)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             text=True)
     peak = 0
-    done = threading.Event()
+    done, capped = threading.Event(), threading.Event()
 
     def sample() -> None:
         nonlocal peak
@@ -99,6 +152,11 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str
             try:
                 tree = [root, *root.children(recursive=True)]
                 peak = max(peak, sum(p.memory_info().rss for p in tree))
+                if cap_mib is not None and peak > cap_mib * 2**20:
+                    capped.set()
+                    for p in reversed(tree):
+                        p.kill()
+                    return
             except psutil.Error:
                 pass
             time.sleep(0.1)
@@ -109,6 +167,8 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str
     elapsed = time.perf_counter() - start
     done.set()
     sampler.join()
+    if capped.is_set():
+        return elapsed, peak / 2**20, None
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.strip()[-500:]}")
     return elapsed, peak / 2**20, out
@@ -125,19 +185,28 @@ def main() -> int:
     parser.add_argument("--formats", default="jsonl,parquet")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
+    parser.add_argument("--driver-memory", default="2g",
+                        help="spark.driver.memory of the local Spark checker (default 2g)")
+    parser.add_argument("--baseline-cap-gib", type=float, default=12.0,
+                        help="kill the plain-Python baseline past this resident size")
     args = parser.parse_args()
     env = dict(os.environ)
+    env["KREPLICA_SPARK_DRIVER_MEMORY"] = args.driver_memory
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     results = []
     for n in (int(s) for s in args.sizes.split(",")):
         base = Path(args.out) / f"history-{n}"
-        if not (base / "parquet" / "polls.parquet").exists():
-            t = time.perf_counter()
-            generate(base, n)
-            print(f"generated {n}+{n} in {time.perf_counter() - t:.1f} s: {base}", flush=True)
         formats = args.formats.split(",")
+        for fmt, make in (("jsonl", generate), ("parquet", generate_parquet)):
+            if fmt in formats and not (base / fmt / "polls.parquet").exists() \
+                    and not (base / fmt / "polls.jsonl").exists():
+                t = time.perf_counter()
+                make(base, n)
+                print(f"generated {n}+{n} {fmt} in {time.perf_counter() - t:.1f} s: {base}",
+                      flush=True)
         times: dict[str, list[float]] = {}
         peaks: dict[str, float] = {}
+        capped: dict[str, float] = {}
         for rep in range(args.repeat):
             for fmt in formats:
                 run_dir = str(base / fmt)
@@ -146,7 +215,17 @@ def main() -> int:
                 if not args.no_baseline:
                     jobs.append((f"python-{fmt}", [sys.executable, "-c", BASELINE, run_dir]))
                 for label, cmd in (jobs if rep % 2 == 0 else jobs[::-1]):
-                    elapsed, peak, out = run_measured(cmd, env)
+                    if label in capped:
+                        continue  # it ran out of memory once: it will again
+                    cap = args.baseline_cap_gib * 1024 if label.startswith("python") else None
+                    elapsed, peak, out = run_measured(cmd, env, cap)
+                    if out is None:
+                        capped[label] = elapsed
+                        peaks[label] = peak
+                        print(f"  n={n} {label:<16} run {rep + 1}: stopped past "
+                              f"{args.baseline_cap_gib:g} GiB after {elapsed:.0f} s "
+                              "(out of memory for this machine)", flush=True)
+                        continue
                     counts = json.loads(out)
                     counts = counts.get("counts", counts)
                     assert counts["acked"] == n and counts["polled"] == n, counts
@@ -159,12 +238,16 @@ def main() -> int:
             med = statistics.median(values)
             ref = times.get(f"python-{fmt}")
             ratio = med / statistics.median(ref) if ref and label.startswith("spark") else None
-            results.append((n, label, med, len(values), peaks[label], ratio))
-    print("\n| N sends + N polls | checker | median s | runs | peak MiB | vs python |")
+            results.append((n, label, f"{med:.1f}", len(values), peaks[label],
+                            "" if ratio is None else f"{ratio:.2f}"))
+        for label, elapsed in capped.items():
+            results.append((n, label, f"out of memory: > {args.baseline_cap_gib:g} GiB after "
+                            f"{elapsed:.0f} s", 1, peaks[label], ""))
+    print(f"\nSpark driver memory {args.driver_memory}")
+    print("| N sends + N polls | checker | median s | runs | peak MiB | vs python |")
     print("| --- | --- | --- | --- | --- | --- |")
     for n, label, med, runs, peak, ratio in results:
-        print(f"| {n:,} | {label} | {med:.1f} | {runs} | {peak:.0f} | "
-              f"{'' if ratio is None else f'{ratio:.2f}'} |")
+        print(f"| {n:,} | {label} | {med} | {runs} | {peak:.0f} | {ratio} |")
     print(f"\nload average at end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return 0
 

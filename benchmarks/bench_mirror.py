@@ -1,6 +1,6 @@
 """MirrorMaker 2 figures: start to first mirrored record, and mirror lag.
 
-    python benchmarks/bench_mirror.py [--runs 3] [--messages 500]
+    python benchmarks/bench_mirror.py [--runs 3] [--messages 500] [--backends process docker]
     python benchmarks/bench_mirror.py --run-dir RUN_DIR   # lag of a finished mirrored run
 
 Starts a 1-broker source and target cluster once, then ``--runs`` times: a fresh topic, a
@@ -10,6 +10,9 @@ reads the source and another the mirrored topic on the target. Mirror lag is, pe
 acknowledged id, the time from its acknowledgement on the source to its first poll on the
 target; the baseline measured in the same run is the same time to a poll on the source
 itself. Prints medians over the runs of p50 / p99 and the target/source ratio.
+With ``--backends process docker`` the runs alternate with runs on docker clusters (MirrorMaker 2
+as a container, its image built before the clock), so both see the same load; the
+docker/process ratio of the start figure is printed.
 ``--run-dir`` prints the lag of an existing mirrored run directory (e.g. the C.6 smoke case,
 faults included) from its sends.jsonl and polls.jsonl.
 """
@@ -56,7 +59,7 @@ def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
     from pytest_kreplica.cluster.base import TopicSpec
     from pytest_kreplica.history import RunWriter
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.mirror import ClusterWriter, MirrorMaker, probe
+    from pytest_kreplica.mirror import ClusterWriter, create_mirror_maker, probe
     from pytest_kreplica.workload import Consumer, ProduceStats, produce
 
     case = parse_matrix(Path("bench-mirror.yaml"),
@@ -64,10 +67,12 @@ def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
                                                 "messages": [messages]}}).cases[0]
     topic = f"bench-{time.time_ns() % 10**9}"
     source.create_topics([TopicSpec(topic, case.partitions, 1)])
-    mm = MirrorMaker(source, target, [topic], workdir / "mm")
+    mm = create_mirror_maker(source, target, [topic], workdir / "mm")
     with RunWriter(workdir) as writer:
         src, tgt = ClusterWriter(writer, "source"), ClusterWriter(writer, "target")
         try:
+            if hasattr(mm, "prepare"):  # docker: image and container exist before the clock
+                mm.prepare()
             mm.start()
             probes = probe([topic], source.bootstrap_servers, src)
             first = mm.wait_ready()
@@ -86,10 +91,41 @@ def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
             "source_p99_ms": pct(source_lag, 0.99), "mirrored": len(target_lag)}
 
 
+def measure(backends: list[str], runs: int, messages: int) -> dict[str, list[dict[str, float]]]:
+    """``runs`` MirrorMaker 2 launches per backend, each between a 1-broker source and target
+    of that backend; the backends' runs alternate, so they share the machine's load."""
+    from contextlib import ExitStack
+
+    from pytest_kreplica.cluster import create_cluster
+    from pytest_kreplica.cluster.base import ClusterSpec
+
+    results: dict[str, list[dict[str, float]]] = {b: [] for b in backends}
+    with tempfile.TemporaryDirectory(prefix="bench-mirror-") as tmp, ExitStack() as stack:
+        root = Path(tmp)
+        pairs = {}
+        for backend in backends:
+            pair = []
+            for role in ("source", "target"):
+                cluster = create_cluster(ClusterSpec(brokers=1, role=role, backend=backend),
+                                         root / backend / role)
+                stack.callback(cluster.close)
+                cluster.start(timeout=240)
+                pair.append(cluster)
+            pairs[backend] = pair
+        for i in range(runs):
+            for backend in backends:
+                source, target = pairs[backend]
+                results[backend].append(one_run(source, target, messages,
+                                                root / backend / f"run-{i}"))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--messages", type=int, default=500)
+    parser.add_argument("--backends", nargs="+", choices=("process", "docker"),
+                        default=["process"])
     parser.add_argument("--run-dir", type=Path)
     args = parser.parse_args()
     if args.run_dir is not None:
@@ -97,29 +133,23 @@ def main() -> None:
         print(f"{args.run_dir.name}: {len(lag)} mirrored ids, lag p50 {pct(lag, .5):.0f} ms, "
               f"p99 {pct(lag, .99):.0f} ms, max {lag[-1] if lag else float('nan'):.0f} ms")
         return
-    from pytest_kreplica.cluster.base import ClusterSpec
-    from pytest_kreplica.cluster.process import ProcessCluster
-
-    with tempfile.TemporaryDirectory(prefix="bench-mirror-") as tmp:
-        root = Path(tmp)
-        source = ProcessCluster(ClusterSpec(brokers=1, role="source"), root / "source")
-        target = ProcessCluster(ClusterSpec(brokers=1, role="target"), root / "target")
-        try:
-            source.start(timeout=240)
-            target.start(timeout=240)
-            results = [one_run(source, target, args.messages, root / f"run-{i}")
-                       for i in range(args.runs)]
-        finally:
-            source.close()
-            target.close()
-    for r in results:
-        print("run: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
-    med = {k: statistics.median(r[k] for r in results) for k in results[0]}
-    print(f"median of {args.runs}: MirrorMaker 2 start -> first mirrored record "
-          f"{med['start_to_first_record_s']:.1f} s; mirror lag p50 {med['lag_p50_ms']:.0f} ms, "
-          f"p99 {med['lag_p99_ms']:.0f} ms; same-cluster baseline p50 "
-          f"{med['source_p50_ms']:.0f} ms, p99 {med['source_p99_ms']:.0f} ms; ratio p50 "
-          f"{med['lag_p50_ms'] / max(med['source_p50_ms'], 1e-9):.1f}x")
+    medians = {}
+    measured = measure(args.backends, args.runs, args.messages)
+    for backend, results in measured.items():
+        for r in results:
+            print(f"{backend} run: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
+        med = {k: statistics.median(r[k] for r in results) for k in results[0]}
+        medians[backend] = med
+        print(f"{backend}, median of {args.runs}: MirrorMaker 2 start -> first mirrored record "
+              f"{med['start_to_first_record_s']:.1f} s; mirror lag p50 "
+              f"{med['lag_p50_ms']:.0f} ms, p99 {med['lag_p99_ms']:.0f} ms; same-cluster "
+              f"baseline p50 {med['source_p50_ms']:.0f} ms, p99 {med['source_p99_ms']:.0f} ms; "
+              f"ratio p50 {med['lag_p50_ms'] / max(med['source_p50_ms'], 1e-9):.1f}x",
+              flush=True)
+    if {"process", "docker"} <= medians.keys():
+        ratio = (medians["docker"]["start_to_first_record_s"]
+                 / medians["process"]["start_to_first_record_s"])
+        print(f"start -> first mirrored record, docker / process: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -510,6 +510,20 @@ def probe(topics: list[str], bootstrap: str, writer: Any) -> set[str]:
     return acked
 
 
+def create_mirror_maker(source: Any, target: Any, topics: list[str], workdir: Path | str,
+                        **kwargs: Any) -> MirrorMaker:
+    """The MirrorMaker 2 for the clusters' backend: a container joined to both networks when
+    both clusters are docker clusters (``mirror_docker``), else a local JVM (which reaches
+    any cluster through its host listeners). Same interface either way."""
+    from .cluster.docker import DockerCluster
+
+    if isinstance(source, DockerCluster) and isinstance(target, DockerCluster):
+        from .mirror_docker import DockerMirrorMaker
+
+        return DockerMirrorMaker(source, target, topics, workdir, **kwargs)
+    return MirrorMaker(source, target, topics, workdir, **kwargs)
+
+
 def run_mirror_case(case: Any, source: Any, target: Any, run_dir: Path, *,
                     mirror_version: str | None = None, spark_master: str | None = None,
                     replica_check: bool = True,
@@ -539,9 +553,10 @@ def run_mirror_case(case: Any, source: Any, target: Any, run_dir: Path, *,
     phases = _Phases()
     topics = topic_names(case)
     exactly_once = getattr(case, "mirror_semantics", "at-least-once") == "exactly-once"
-    mm = MirrorMaker(source, target, topics, run_dir / "mirror-maker",
-                     kafka_version=mirror_version or target.describe().get("kafka_version"),
-                     policy=case.replication_policy, exactly_once=exactly_once)
+    mm = create_mirror_maker(source, target, topics, run_dir / "mirror-maker",
+                             kafka_version=mirror_version or
+                             target.describe().get("kafka_version"),
+                             policy=case.replication_policy, exactly_once=exactly_once)
     meta: dict[str, Any] = {
         "case_id": case.case_id, "matrix": case.matrix, "scenario": case.scenario,
         "params": case.as_dict(), "semantics": case.semantics, "seed": case.seed,

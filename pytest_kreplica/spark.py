@@ -100,9 +100,23 @@ def _driver_java_options(local: bool) -> str:
     if archive.is_file():
         return f"{base} {quiet} -XX:SharedArchiveFile={archive}"
     archive.parent.mkdir(parents=True, exist_ok=True)
+    _prune_dead_dumps(archive.parent)
     dump = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
     _archive_pending = (dump, archive)
     return f"{base} {quiet} -XX:ArchiveClassesAtExit={dump}"
+
+
+def _prune_dead_dumps(directory: Path) -> None:
+    """Half-written archives of killed processes (``.<archive>.<pid>.tmp``, ~170 MB each)."""
+    for dump in directory.glob(".spark-*.jsa.*.tmp"):
+        try:
+            pid = int(dump.name.rsplit(".", 2)[-2])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                dump.unlink()
+        except (ValueError, PermissionError):
+            continue
 
 
 def spark_log() -> Path:

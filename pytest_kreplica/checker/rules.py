@@ -23,7 +23,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+from pyspark.sql.types import LongType
 
 from .verdict import ANOMALIES, EXAMPLES_PER_ANOMALY
 
@@ -64,7 +64,7 @@ def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
 
 
 def build(
-    spark: SparkSession,
+    spark: SparkSession | None,  # unused since the events became a literal; kept for callers
     sends: DataFrame,
     polls: DataFrame,
     exempting: dict[int, list[int]],
@@ -72,12 +72,14 @@ def build(
 ) -> Frames:
     u = _union(sends, polls)
 
-    # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first)
+    # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first). Every
+    # function shares one partitioning and order (only frames differ), so Spark runs them
+    # in one Window operator: one sort and one pass over each partition's buffered rows.
     korder = F.when(F.col("known"), F.col("offset"))
     u = u.withColumn("korder", korder)
-    by_tp = Window.partitionBy(*TP)
     w1 = Window.partitionBy(*TP).orderBy("korder")
-    at_offset = Window.partitionBy(*TP, "korder")
+    at_offset = w1.rangeBetween(0, 0)  # the rows at the same offset
+    whole_tp = w1.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     u = u.select(
         "*",
         F.dense_rank().over(w1).alias("kr"),
@@ -85,7 +87,7 @@ def build(
         F.min(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_lo"),
         F.max(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_hi"),
         F.max(F.when(F.col("good") & (F.col("src") == POLL), F.col("offset")))
-        .over(by_tp).alias("max_polled"),
+        .over(whole_tp).alias("max_polled"),
     )
     inconsistent = F.col("known") & F.col("first_at_offset") & (F.col("id_lo") != F.col("id_hi"))
 
@@ -109,16 +111,18 @@ def build(
                       & (F.col("kr") - F.col("prev_kr") > 1))
     u = u.withColumn("np_cand", np_candidate).withColumn("skip_cand", skip_candidate)
 
-    # a pair is exempt when its process had an assign / rebalance in (previous poll, this poll]
+    # a pair is exempt when its process had an assign / rebalance in (previous poll, this
+    # poll]: the few event times travel in the plan as a literal map (no Python worker, no join)
     if exempting:
-        schema = StructType([StructField("ev_process", LongType()),
-                             StructField("ev_times", ArrayType(LongType()))])
-        events = spark.createDataFrame(sorted(exempting.items()), schema)
-        key = F.when(F.col("np_cand") | F.col("skip_cand"), F.col("process"))
-        u = u.withColumn("ev_key", key).join(
-            F.broadcast(events), F.col("ev_key") == F.col("ev_process"), "left")
+        times = F.create_map(*[
+            c for process, ts in sorted(exempting.items())
+            for c in (F.lit(process).cast(LongType()),
+                      F.array(*[F.lit(t).cast(LongType()) for t in ts]))
+        ])
+        candidate_times = F.when(F.col("np_cand") | F.col("skip_cand"),
+                                 F.try_element_at(times, F.col("process")))
         exempt = F.coalesce(F.exists(
-            "ev_times", lambda x: (x > F.col("prev_t")) & (x <= F.col("t"))), F.lit(False))
+            candidate_times, lambda x: (x > F.col("prev_t")) & (x <= F.col("t"))), F.lit(False))
     else:
         exempt = F.lit(False)
     u = u.select(

@@ -127,6 +127,12 @@ class DockerCluster(AdminCluster):
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self._nodes)
 
+    @property
+    def internal_bootstrap_servers(self) -> str:
+        """The brokers' listeners on the cluster's own network (``name``): for containers
+        attached to it, e.g. a MirrorMaker 2 container; host clients use ``bootstrap_servers``."""
+        return ",".join(f"{self.container_name(n.node_id)}:{INTERNAL_PORT}" for n in self._nodes)
+
     def node_state(self, node_id: int) -> NodeState:
         import docker
 

@@ -40,6 +40,7 @@ OFFICIAL_REPOSITORY = "apache/kafka"
 PULLABLE_BASE = "debian:bookworm-slim"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 LABEL_VERSION = "org.kreplica.kafka-version"
+LABEL_BASE_IMAGE = "org.kreplica.base-image"  # id of the image a layer image was built on
 
 Progress = Callable[[str], None]
 
@@ -187,6 +188,47 @@ def build_kafka_image(client: docker.DockerClient, version: str, jars: Iterable[
         _stream_build(client, context, "Dockerfile", tag,
                       {"JRE": jre, "KAFKA_VERSION": version}, progress)
     return tag
+
+
+def ensure_layer_image(client: docker.DockerClient, base: str, tag: str, jars: Iterable[Path],
+                       libs_dir: str, progress: Progress = _stderr_progress, *,
+                       labels: dict[str, str] | None = None) -> str:
+    """``tag``: the image ``base`` plus a folder ``libs_dir`` holding ``jars`` (one small layer,
+    so the broker image and its small classpath stay as they are). Reused while it was built
+    on the current ``base`` (the ``org.kreplica.base-image`` label holds the base's id);
+    rebuilt under the image lock otherwise."""
+    from filelock import FileLock
+
+    from ..distribution import cache_dir
+
+    base_id = client.images.get(base).id
+    with FileLock(str(cache_dir() / "docker-images.lock"), timeout=1800):
+        if _has_image(client, tag) and \
+                client.images.get(tag).labels.get(LABEL_BASE_IMAGE) == base_id:
+            return tag
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="kreplica-layer-", dir=cache_dir()) as tmp:
+            context = Path(tmp)
+            libs = context / "libs"
+            libs.mkdir()
+            for jar in jars:
+                target = libs / jar.name
+                if target.exists():
+                    continue
+                try:
+                    os.link(jar, target)
+                except OSError:
+                    shutil.copy2(jar, target)
+            if not any(libs.iterdir()):
+                raise ClusterError(f"no jars to add to {base}; cannot build {tag}")
+            label_lines = "".join(f'LABEL {k}="{v}"\n' for k, v in
+                                  {**(labels or {}), LABEL_BASE_IMAGE: base_id}.items())
+            (context / "Dockerfile").write_text(
+                f"FROM {base}\nCOPY libs/ {libs_dir}/\n{label_lines}")
+            progress(f"building {tag} on {base} from {len(list(libs.iterdir()))} jars")
+            _stream_build(client, context, "Dockerfile", tag, {}, progress)
+        progress(f"{tag} ready in {time.monotonic() - started:.0f} s")
+        return tag
 
 
 def kafka_classpath(version: str | None) -> tuple[str, list[Path]]:
