@@ -5,7 +5,7 @@ checker as a user runs it (a fresh process each time, JVM start included), alter
 so machine noise hits all alike; reports medians, the Spark / baseline ratio and the peak
 resident memory of each process tree (JVM included). A script, not a timed test:
 
-    python benchmarks/bench_checker.py --sizes 1000000 --repeat 3
+    python benchmarks/bench_checker.py --sizes 1000000 --repeat 3 --warm
     python benchmarks/bench_checker.py --sizes 10000000 --repeat 3 --driver-memory 4g
     python benchmarks/bench_checker.py --sizes 100000000 --repeat 1 --formats parquet \
         --driver-memory 4g
@@ -20,8 +20,10 @@ Output goes to benchmarks/out/ (ignored by git) unless --out is given.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -163,7 +165,13 @@ def run_measured(cmd: list[str], env: dict[str, str],
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    out, err = proc.communicate()
+    try:
+        out, err = proc.communicate()
+    except BaseException:  # Ctrl-C / SIGTERM of the benchmark: take the child's tree along
+        for p in [*psutil.Process(proc.pid).children(recursive=True), proc]:
+            with contextlib.suppress(psutil.Error, OSError):
+                p.kill()
+        raise
     elapsed = time.perf_counter() - start
     done.set()
     sampler.join()
@@ -174,6 +182,9 @@ def run_measured(cmd: list[str], env: dict[str, str],
     return elapsed, peak / 2**20, out
 
 
+WARM = ("import json, sys, time; from pytest_kreplica.checker import check; "
+        "check(sys.argv[1]); t = time.perf_counter(); v = check(sys.argv[1]); "
+        "print(json.dumps({'counts': v.counts, 'seconds': time.perf_counter() - t}))")
 BASELINE = ("import json, sys; from pytest_kreplica.checker.baseline import check_baseline; "
             "print(json.dumps(check_baseline(sys.argv[1]).counts))")
 
@@ -184,12 +195,16 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--formats", default="jsonl,parquet")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--warm", action="store_true",
+                        help="also time a second check in a process whose Spark session has "
+                             "already checked once (how the pytest plugin runs case after case)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
     parser.add_argument("--driver-memory", default="2g",
                         help="spark.driver.memory of the local Spark checker (default 2g)")
     parser.add_argument("--baseline-cap-gib", type=float, default=12.0,
                         help="kill the plain-Python baseline past this resident size")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env = dict(os.environ)
     env["KREPLICA_SPARK_DRIVER_MEMORY"] = args.driver_memory
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
@@ -212,6 +227,8 @@ def main() -> int:
                 run_dir = str(base / fmt)
                 jobs = [(f"spark-{fmt}", [sys.executable, "-m", "pytest_kreplica.cli", "check",
                                           run_dir, "--json"])]
+                if args.warm:
+                    jobs.append((f"spark-warm-{fmt}", [sys.executable, "-c", WARM, run_dir]))
                 if not args.no_baseline:
                     jobs.append((f"python-{fmt}", [sys.executable, "-c", BASELINE, run_dir]))
                 for label, cmd in (jobs if rep % 2 == 0 else jobs[::-1]):
@@ -227,6 +244,7 @@ def main() -> int:
                               "(out of memory for this machine)", flush=True)
                         continue
                     counts = json.loads(out)
+                    elapsed = counts.get("seconds", elapsed)  # warm: the second check only
                     counts = counts.get("counts", counts)
                     assert counts["acked"] == n and counts["polled"] == n, counts
                     times.setdefault(label, []).append(elapsed)
@@ -234,7 +252,7 @@ def main() -> int:
                     print(f"  n={n} {label:<16} run {rep + 1}: {elapsed:6.1f} s  "
                           f"peak {peak:7.0f} MiB", flush=True)
         for label, values in times.items():
-            fmt = label.split("-", 1)[1]
+            fmt = label.rsplit("-", 1)[1]
             med = statistics.median(values)
             ref = times.get(f"python-{fmt}")
             ratio = med / statistics.median(ref) if ref and label.startswith("spark") else None

@@ -174,6 +174,7 @@ class MirrorMaker:
         self.source = source
         self.exactly_once = exactly_once
         self.rest_port: int | None = None  # claimed at the first start (exactly-once only)
+        self._claimed_ports: list[int] = []  # host ports this object claimed (and releases)
         self.target = target
         self.topics = list(topics)
         self.policy = policy
@@ -230,6 +231,7 @@ class MirrorMaker:
                 from .cluster.ports import claim_ports
 
                 (self.rest_port,) = claim_ports(1)
+                self._claimed_ports.append(self.rest_port)
             props = mm2_properties(self.source.bootstrap_servers, self.target.bootstrap_servers,
                                    self.topics, policy=self.policy,
                                    source_brokers=len(self.source.nodes),
@@ -310,11 +312,11 @@ class MirrorMaker:
         except Exception as exc:  # closing goes on
             log.warning("closing MirrorMaker 2 failed: %s", exc)
             self._signal(signal.SIGKILL)
-        if self.rest_port is not None:
+        if self._claimed_ports:
             from .cluster.ports import release_ports
 
-            release_ports([self.rest_port])
-            self.rest_port = None
+            release_ports(self._claimed_ports)
+            self._claimed_ports = []
 
     def __enter__(self) -> MirrorMaker:
         self.start()

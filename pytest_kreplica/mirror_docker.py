@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 MIRROR_REPOSITORY = "kreplica/kafka-mirror"
 MIRROR_LIBS = "/opt/kafka/mirror-libs"
 SCRIPT = "mirror.sh"
+CONTAINER_REST_PORT = 8083  # exactly-once's internal REST server, inside the container only
 _STATES = {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}
 
 
@@ -65,11 +66,6 @@ def ensure_mirror_image(dist: Any, client: docker.DockerClient) -> str:
     jars = [Path(jar) for jar in _mirror_classpath(dist).split(os.pathsep) if jar]
     return ensure_layer_image(client, base, f"{MIRROR_REPOSITORY}:{dist.version}", jars,
                               MIRROR_LIBS, labels={LABEL_VERSION: dist.version})
-
-
-# exactly-once's internal REST server (KIP-710): on the container's own loopback, for the
-# worker alone; nothing outside the container needs it
-CONTAINER_REST_PORT = 8083
 
 
 class DockerMirrorMaker(MirrorMaker):
@@ -153,13 +149,18 @@ class DockerMirrorMaker(MirrorMaker):
         self._container = self._create_container()
 
     def _properties(self) -> dict[str, str]:
-        """The process MirrorMaker's configuration, bootstrapping in-network."""
+        """The process MirrorMaker's configuration, bootstrapping in-network. Exactly-once
+        (where ``MirrorMaker`` offers it) needs the internal REST server: it listens on a
+        fixed port of the container's own loopback, so no host port is claimed."""
+        extra: dict[str, Any] = {}
+        if getattr(self, "exactly_once", False):
+            self.rest_port = CONTAINER_REST_PORT
+            extra = {"exactly_once": True, "rest_port": CONTAINER_REST_PORT}
         return mm2_properties(self.source.internal_bootstrap_servers,
                               self.target.internal_bootstrap_servers, self.topics,
                               policy=self.policy, source_brokers=len(self.source.nodes),
                               target_brokers=len(self.target.nodes), instance=self.instance,
-                              exactly_once=self.exactly_once,
-                              rest_port=CONTAINER_REST_PORT if self.exactly_once else None)
+                              **extra)
 
     def _log_config_name(self) -> str:
         return ("log4j2-broker.properties" if self.dist.uses_log4j2
