@@ -14,8 +14,14 @@ import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.mirror import ClusterWriter, MirrorNemesis, create_mirror_maker, probe
-from pytest_kreplica.nemesis import FaultPlan
+from pytest_kreplica.mirror import (
+    START_TIMEOUT_S,
+    ClusterWriter,
+    create_mirror_maker,
+    mirror_component,
+    probe,
+)
+from pytest_kreplica.nemesis import FaultPlan, Nemesis
 
 TOPIC = "mm-docker"
 DOWN_WINDOW_S = 4.0  # how long we watch the target not move while MirrorMaker is down
@@ -139,12 +145,15 @@ def test_mirror_nemesis_records_pause_resume_and_recovery(pair, mirror):
     sender = threading.Thread(target=keep_sending)
     sender.start()
     try:
-        records = MirrorNemesis(mm, writer, plan).run()
+        nemesis = Nemesis(source, writer, plan, [(TOPIC, 0), (TOPIC, 1)],
+                          components={"mirror-maker": mirror_component(mm)},
+                          recovery_timeout=START_TIMEOUT_S)
+        records = nemesis.run()
     finally:
         stop.set()
         sender.join(120)
     assert len(records) == 1 and records[0].error is None, records
-    assert records[0].state_after_strike == "paused"
+    assert records[0].state_after_strike == "paused" and records[0].node == "mirror-maker"
     assert records[0].recovery_s is not None and records[0].recovery_s >= 0
     events = [json.loads(line) for line in
               (writer.run_dir / "events.jsonl").read_text().splitlines()]
