@@ -6,8 +6,6 @@ faults on MirrorMaker 2 as events."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import psutil
 import pytest
@@ -15,16 +13,13 @@ import pytest
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.mirror import (
-    START_TIMEOUT_S,
     ClusterWriter,
     MirrorMaker,
-    mirror_component,
     probe,
 )
-from pytest_kreplica.nemesis import FaultPlan, Nemesis
+from tests.mirror_checks import assert_down_then_mirrors_again, run_one_fault
 
 TOPIC = "mm-it"
-DOWN_WINDOW_S = 4.0  # how long we watch the target not move while MirrorMaker is down
 
 
 @pytest.fixture(scope="module")
@@ -61,17 +56,6 @@ def mirror(pair, tmp_path_factory):
             psutil.Process(mm.pid).status() == psutil.STATUS_ZOMBIE
 
 
-def _send(bootstrap: str, n: int, tag: str) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    try:
-        for i in range(n):
-            producer.send(TOPIC, f"{tag}-{i}".encode(), partition=i % 2).get(timeout=60)
-    finally:
-        producer.close(timeout=10)
-
-
 @pytest.mark.parametrize("failure", ["clean", "hard", "soft"])
 def test_mirror_maker_really_stops_and_mirrors_again(pair, mirror, failure):
     source, _target = pair
@@ -86,48 +70,15 @@ def test_mirror_maker_really_stops_and_mirrors_again(pair, mirror, failure):
         assert mm.state is NodeState.STOPPED
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == \
             psutil.STATUS_ZOMBIE
-    time.sleep(1.0)  # requests MirrorMaker sent before the strike may still land
-    before = mm.target_total()
-    _send(source.bootstrap_servers, 20, f"{failure}-down")
-    deadline = time.monotonic() + DOWN_WINDOW_S
-    while time.monotonic() < deadline:
-        assert mm.target_total() == before, f"mirrored while {failure}-failed"
-        time.sleep(0.5)
-    (mm.resume if failure == "soft" else mm.start)()
-    assert (mm.pid == pid) == (failure == "soft")
-    mm.wait_mirroring(before + 19)  # all 20 records of the downtime arrive
-    assert mm.target_total() >= before + 20
+    assert_down_then_mirrors_again(mm, source.bootstrap_servers, TOPIC, failure, pid)
 
 
 def test_mirror_nemesis_records_strike_restore_and_recovery(pair, mirror):
     source, _target = pair
     mm, writer = mirror
-    plan = FaultPlan(seed=7, failure="hard", target="mirror-maker", failures=1,
-                     downtime_s=2.0, delay_s=(0.1, 0.2))
-    stop = threading.Event()
-
-    def keep_sending() -> None:  # the nemesis judges recovery by new records arriving
-        for i in range(100):
-            if stop.is_set():
-                return
-            _send(source.bootstrap_servers, 10, f"n{i}")
-
-    sender = threading.Thread(target=keep_sending)
-    sender.start()
-    try:
-        nemesis = Nemesis(source, writer, plan, [(TOPIC, 0), (TOPIC, 1)],
-                          components={"mirror-maker": mirror_component(mm)},
-                          recovery_timeout=START_TIMEOUT_S)
-        records = nemesis.run()
-    finally:
-        stop.set()
-        sender.join(120)
-    assert len(records) == 1 and records[0].error is None, records
-    assert records[0].state_after_strike == "stopped" and records[0].node == "mirror-maker"
-    assert records[0].recovery_s is not None and records[0].recovery_s > 0
-    events = [json.loads(line) for line in
-              (writer.run_dir / "events.jsonl").read_text().splitlines()]
-    kinds = [e["kind"] for e in events if e["role"] == "mirror-maker"]
+    record, kinds = run_one_fault(source, mm, writer, TOPIC, "hard")
+    assert record.state_after_strike == "stopped" and record.node == "mirror-maker"
+    assert record.recovery_s is not None and record.recovery_s > 0
     assert kinds == ["kill", "start", "recovered"], kinds
 
 
