@@ -34,6 +34,9 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from pytest_kreplica.checker.verdict import ANOMALIES  # noqa: E402  (light: no Spark import)
+
 PARTITIONS, PRODUCERS, CONSUMERS, BATCH = 16, 4, 4, 500
 
 
@@ -247,6 +250,8 @@ def main() -> int:
                     elapsed = counts.get("seconds", elapsed)  # warm: the second check only
                     counts = counts.get("counts", counts)
                     assert counts["acked"] == n and counts["polled"] == n, counts
+                    found = {a: counts[a] for a in ANOMALIES if counts.get(a)}
+                    assert not found, f"{label} found anomalies in a clean history: {found}"
                     times.setdefault(label, []).append(elapsed)
                     peaks[label] = max(peaks.get(label, 0.0), peak)
                     print(f"  n={n} {label:<16} run {rep + 1}: {elapsed:6.1f} s  "
