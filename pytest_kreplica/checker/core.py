@@ -77,7 +77,7 @@ def check(
         from . import rules
         from .tables import read_spark
 
-        frames = rules.build(spark, read_spark(spark, sends_table),
+        frames = rules.build(read_spark(spark, sends_table),
                              read_spark(spark, polls_table), exempting, mirrored)
         raw = rules.count(frames)
         _judge_bad_rows(raw, sends_table, polls_table, extra)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
@@ -64,7 +64,6 @@ def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
 
 
 def build(
-    spark: SparkSession | None,  # unused since the events became a literal; kept for callers
     sends: DataFrame,
     polls: DataFrame,
     exempting: dict[int, list[int]],
