@@ -154,6 +154,34 @@ def timeline_svg(data: RunData) -> str:
     return _svg(fig)
 
 
+def _unseen_panel(ax, data: RunData, title: str) -> None:
+    """Acknowledged but not yet consumed over time, and how many never were."""
+    ax.step(data.unseen.t, data.unseen.values, where="post", color="#1f77b4", lw=1.4)
+    ax.fill_between(data.unseen.t, data.unseen.values, step="post", alpha=0.15)
+    ax.set_ylabel("unseen messages")
+    ax.set_title(title)
+    final = int(data.unseen.values[-1]) if len(data.unseen.values) else 0
+    if final:
+        ax.text(0.99, 0.95, f"{final} never consumed", transform=ax.transAxes,
+                ha="right", va="top", color="#d62728", fontsize=10, fontweight="bold")
+
+
+def _rate_panel(ax, data: RunData) -> None:
+    ax.bar(data.acked_rate.t, data.acked_rate.values, width=1.0, align="edge",
+           color="#2ca02c", alpha=0.7)
+    ax.set_ylabel("acks / s")
+    ax.set_xlabel("seconds since the run began")
+
+
+def _finish_axes(axes, data: RunData, spans) -> None:
+    """Faults shaded, a grid, the run's whole time range, counts from zero."""
+    for ax in axes:
+        _shade(ax, spans)
+        ax.grid(alpha=0.3)
+        ax.set_xlim(0, data.end_s)
+        ax.set_ylim(bottom=0)
+
+
 def series_svg(data: RunData) -> str:
     """Unseen (acknowledged, not yet consumed) and consumer lag, stacked, faults shaded."""
     if data.mirrored:
@@ -161,26 +189,12 @@ def series_svg(data: RunData) -> str:
     spans = fault_spans(data)
     fig, (top, mid, low) = plt.subplots(3, 1, figsize=(WIDTH_IN, 7.2), sharex=True,
                                         gridspec_kw={"height_ratios": [3, 2, 1.4]})
-    top.step(data.unseen.t, data.unseen.values, where="post", color="#1f77b4", lw=1.4)
-    top.fill_between(data.unseen.t, data.unseen.values, step="post", alpha=0.15)
-    top.set_ylabel("unseen messages")
-    top.set_title("Acknowledged but not yet consumed (unseen)")
-    final = int(data.unseen.values[-1]) if len(data.unseen.values) else 0
-    if final:
-        top.text(0.99, 0.95, f"{final} never consumed", transform=top.transAxes,
-                 ha="right", va="top", color="#d62728", fontsize=10, fontweight="bold")
+    _unseen_panel(top, data, "Acknowledged but not yet consumed (unseen)")
     mid.step(data.lag.t, data.lag.values, where="post", color="#ff7f0e", lw=1.4)
     mid.set_ylabel("consumer lag\n(offsets)")
     mid.set_title("Consumer lag: highest acknowledged minus highest polled offset")
-    low.bar(data.acked_rate.t, data.acked_rate.values, width=1.0, align="edge",
-            color="#2ca02c", alpha=0.7)
-    low.set_ylabel("acks / s")
-    low.set_xlabel("seconds since the run began")
-    for ax in (top, mid, low):
-        _shade(ax, spans)
-        ax.grid(alpha=0.3)
-        ax.set_xlim(0, data.end_s)
-        ax.set_ylim(bottom=0)
+    _rate_panel(low, data)
+    _finish_axes((top, mid, low), data, spans)
     fig.subplots_adjust(left=LEFT, right=RIGHT, top=0.95, bottom=0.08, hspace=0.35)
     return _svg(fig)
 
@@ -202,14 +216,8 @@ def mirror_series_svg(data: RunData) -> str:
     flow.set_ylabel("messages")
     flow.set_title("Source cluster: acknowledged; target cluster: polled")
     flow.legend(loc="upper left", fontsize=8, frameon=False)
-    top.step(data.unseen.t, data.unseen.values, where="post", color="#1f77b4", lw=1.4)
-    top.fill_between(data.unseen.t, data.unseen.values, step="post", alpha=0.15)
-    top.set_ylabel("unseen messages")
-    top.set_title("Acknowledged on the source, not yet polled on the target (unseen)")
-    final = int(data.unseen.values[-1]) if len(data.unseen.values) else 0
-    if final:
-        top.text(0.99, 0.95, f"{final} never consumed", transform=top.transAxes,
-                 ha="right", va="top", color="#d62728", fontsize=10, fontweight="bold")
+    _unseen_panel(top, data,
+                  "Acknowledged on the source, not yet polled on the target (unseen)")
     if len(m.lag_s):
         mid.plot(m.lag_at_s, m.lag_s, ls="", marker=".", ms=2, color="#ff7f0e")
         for q, style in ((0.5, "-"), (0.99, "--")):
@@ -219,14 +227,7 @@ def mirror_series_svg(data: RunData) -> str:
     mid.set_ylabel("mirror lag (s)")
     mid.set_title("Mirror lag: acknowledged on the source to first polled on the target, "
                   "by acknowledgement time")
-    low.bar(data.acked_rate.t, data.acked_rate.values, width=1.0, align="edge",
-            color="#2ca02c", alpha=0.7)
-    low.set_ylabel("acks / s")
-    low.set_xlabel("seconds since the run began")
-    for ax in (flow, top, mid, low):
-        _shade(ax, spans)
-        ax.grid(alpha=0.3)
-        ax.set_xlim(0, data.end_s)
-        ax.set_ylim(bottom=0)
+    _rate_panel(low, data)
+    _finish_axes((flow, top, mid, low), data, spans)
     fig.subplots_adjust(left=LEFT, right=RIGHT, top=0.96, bottom=0.06, hspace=0.38)
     return _svg(fig)
