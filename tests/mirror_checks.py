@@ -7,12 +7,27 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from pytest_kreplica.mirror import START_TIMEOUT_S, mirror_component
+from pytest_kreplica.mirror import START_TIMEOUT_S, ClusterWriter, mirror_component, probe
 from pytest_kreplica.nemesis import FaultPlan, Nemesis
 
 DOWN_WINDOW_S = 4.0  # how long we watch the target not move while MirrorMaker is down
+
+
+@contextmanager
+def mirroring(mm: Any, source: Any, topic: str, writer: Any) -> Iterator[tuple[Any, Any]]:
+    """MirrorMaker 2 started and ready (a probe record reached the target); closed after."""
+    try:
+        mm.start()
+        probe([topic], source.bootstrap_servers, ClusterWriter(writer, "source"))
+        mm.wait_ready()
+        yield mm, writer
+    finally:
+        mm.close()
+        writer.close()
 
 
 def send(bootstrap: str, topic: str, n: int, tag: str) -> None:

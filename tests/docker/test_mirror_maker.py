@@ -12,11 +12,9 @@ import pytest
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.mirror import (
-    ClusterWriter,
     create_mirror_maker,
-    probe,
 )
-from tests.mirror_checks import assert_down_then_mirrors_again, run_one_fault
+from tests.mirror_checks import assert_down_then_mirrors_again, mirroring, run_one_fault
 
 TOPIC = "mm-docker"
 
@@ -46,14 +44,8 @@ def mirror(pair, tmp_path_factory):
     mm = create_mirror_maker(source, target, [TOPIC], tmp_path_factory.mktemp("mm-docker"))
     assert isinstance(mm, DockerMirrorMaker)
     writer = RunWriter(tmp_path_factory.mktemp("mm-docker-run"))
-    try:
-        mm.start()
-        probe([TOPIC], source.bootstrap_servers, ClusterWriter(writer, "source"))
-        mm.wait_ready()
-        yield mm, writer
-    finally:
-        mm.close()
-        writer.close()
+    with mirroring(mm, source, TOPIC, writer) as running:
+        yield running
 
 
 def test_container_joins_both_networks_and_mirrors(pair, mirror, docker_client):

@@ -15,9 +15,8 @@ from pytest_kreplica.history import RunWriter
 from pytest_kreplica.mirror import (
     ClusterWriter,
     MirrorMaker,
-    probe,
 )
-from tests.mirror_checks import assert_down_then_mirrors_again, run_one_fault
+from tests.mirror_checks import assert_down_then_mirrors_again, mirroring, run_one_fault
 
 TOPIC = "mm-it"
 
@@ -44,16 +43,10 @@ def mirror(pair, tmp_path_factory):
     source, target = pair
     mm = MirrorMaker(source, target, [TOPIC], tmp_path_factory.mktemp("mm"))
     writer = RunWriter(tmp_path_factory.mktemp("mm-run"))
-    try:
-        mm.start()
-        probe([TOPIC], source.bootstrap_servers, ClusterWriter(writer, "source"))
-        mm.wait_ready()
-        yield mm, writer
-    finally:
-        mm.close()
-        writer.close()
-        assert mm.pid is None or not psutil.pid_exists(mm.pid) or \
-            psutil.Process(mm.pid).status() == psutil.STATUS_ZOMBIE
+    with mirroring(mm, source, TOPIC, writer) as running:
+        yield running
+    assert mm.pid is None or not psutil.pid_exists(mm.pid) or \
+        psutil.Process(mm.pid).status() == psutil.STATUS_ZOMBIE
 
 
 @pytest.mark.parametrize("failure", ["clean", "hard", "soft"])
