@@ -2,8 +2,8 @@
 
 Process phases are timed in the child (interpreter + imports, JVM + SparkSession, the check,
 stop); the Spark side comes from Spark's own event log (enabled for these runs only through
-PYSPARK_SUBMIT_ARGS): per stage its wall time, the operators it ran, task CPU, GC, spill and
-shuffle bytes. What is left of the check once the stages are taken out is driver-side work
+PYSPARK_SUBMIT_ARGS): per stage its wall time, the operators it ran, task CPU, GC and spill.
+What is left of the check once the stages are taken out is driver-side work
 (analysis, planning, py4j round trips, reading run.json / Parquet footers). A script, not a
 timed test:
 
@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +46,8 @@ print(json.dumps({"start": t0, "imported": t1, "session": t2, "checked": t3, "st
 
 def stage_rows(event_log: Path) -> list[dict]:
     """Completed stages in submission order, with their operators and task totals."""
-    stages: dict[int, dict] = {}
+    stages: dict[int, dict] = defaultdict(lambda: {"cpu_ms": 0, "gc_ms": 0, "spill": 0,
+                                                   "input": 0})
     # Spark 4 writes a rolling log: a directory of events_<n>_<app> files
     files = sorted(event_log.glob("events_*"), key=lambda f: int(f.name.split("_")[1])) \
         if event_log.is_dir() else [event_log]
@@ -55,15 +57,10 @@ def stage_rows(event_log: Path) -> list[dict]:
         kind = event.get("Event")
         if kind == "SparkListenerTaskEnd":
             metrics = event.get("Task Metrics") or {}
-            row = stages.setdefault(event["Stage ID"], {"tasks": 0, "cpu_ms": 0, "gc_ms": 0,
-                                                        "spill": 0, "shuffle_write": 0,
-                                                        "input": 0})
-            row["tasks"] += 1
+            row = stages[event["Stage ID"]]
             row["cpu_ms"] += metrics.get("Executor Run Time", 0)
             row["gc_ms"] += metrics.get("JVM GC Time", 0)
             row["spill"] += metrics.get("Disk Bytes Spilled", 0)
-            row["shuffle_write"] += (metrics.get("Shuffle Write Metrics") or {}).get(
-                "Shuffle Bytes Written", 0)
             row["input"] += (metrics.get("Input Metrics") or {}).get("Bytes Read", 0)
         elif kind == "SparkListenerStageCompleted":
             info = event["Stage Info"]
@@ -73,11 +70,8 @@ def stage_rows(event_log: Path) -> list[dict]:
                 name = scope.split(" (")[0]
                 if name not in ops:
                     ops.append(name)
-            row = stages.setdefault(info["Stage ID"], {"tasks": 0, "cpu_ms": 0, "gc_ms": 0,
-                                                       "spill": 0, "shuffle_write": 0,
-                                                       "input": 0})
-            row.update(id=info["Stage ID"], start=info["Submission Time"] / 1000,
-                       end=info["Completion Time"] / 1000, ops=ops)
+            stages[info["Stage ID"]].update(start=info["Submission Time"] / 1000,
+                                            end=info["Completion Time"] / 1000, ops=ops)
     return sorted((s for s in stages.values() if "start" in s), key=lambda s: s["start"])
 
 
@@ -108,27 +102,25 @@ def one_run(run_dir: str, env: dict[str, str]) -> dict[str, float]:
         if not logs_found:
             raise SystemExit("Spark wrote no event log: PYSPARK_SUBMIT_ARGS was not honoured")
         stages = stage_rows(logs_found[0])
-    phases = {
-        "interpreter + imports": t["imported"] - spawned,
-        "JVM + SparkSession": t["session"] - t["imported"],
-    }
+    phases: dict[str, float] = defaultdict(float)
+    phases["interpreter + imports"] = t["imported"] - spawned
+    phases["JVM + SparkSession"] = t["session"] - t["imported"]
     in_stages = 0.0
     for s in stages:
         key = label(s)
         wall = s["end"] - s["start"]
         in_stages += wall
-        phases[f"  {key}"] = phases.get(f"  {key}", 0.0) + wall
-        phases[f"    task CPU s ({key})"] = (phases.get(f"    task CPU s ({key})", 0.0)
-                                             + s["cpu_ms"] / 1000)
-        phases[f"    spilled MB ({key})"] = (phases.get(f"    spilled MB ({key})", 0.0)
-                                              + s["spill"] / 1e6)
+        phases[f"  {key}"] += wall
+        phases[f"    task CPU s ({key})"] += s["cpu_ms"] / 1000
+        phases[f"    task GC s ({key})"] += s["gc_ms"] / 1000
+        phases[f"    spilled MB ({key})"] += s["spill"] / 1e6
     check_s = t["checked"] - t["session"]
     phases["check(): Spark stages"] = in_stages
     phases["check(): driver (plan, py4j, footers)"] = check_s - in_stages
     phases["stop"] = t["stopped"] - t["checked"]
     phases["total"] = t["stopped"] - spawned
     phases["stages run"] = len(stages)
-    return phases
+    return dict(phases)
 
 
 def main() -> int:
