@@ -28,6 +28,7 @@ from .base import Cluster, Node, NodeState, PartitionState, TopicSpec
 POLL_S = 0.1
 ADMIN_REQUEST_TIMEOUT_MS = 5000
 DEBUG_REPLICA_ID = -2  # ListOffsets from a debugging client: followers answer with their LEO
+CONSUMER_REPLICA_ID = -1  # ListOffsets as a consumer: only the leader answers, with the HW
 
 
 class NotYet(Exception):
@@ -345,35 +346,55 @@ class AdminCluster(Cluster):
                     lambda msg: NodeError(f"node {node_id} did not rejoin: {msg}; "
                                           f"log: {node.log_file}", node_id, str(node.log_file)))
 
+    def _list_offsets(self, node_id: int, topic: str, partition: int, replica_id: int,
+                      leader_epoch: int = -1) -> int:
+        """ListOffsets(latest) sent to one broker. As a debugging client (``replica_id``
+        -2) any replica answers with its log end offset; as a consumer (-1) only the
+        leader answers, with the high watermark. An error code becomes ``NotYet``."""
+        from kafka.errors import for_code
+        from kafka.protocol.consumer import ListOffsetsRequest
+
+        _Topic = ListOffsetsRequest.ListOffsetsTopic
+        request = ListOffsetsRequest(
+            replica_id=replica_id, isolation_level=0,
+            topics=[_Topic(name=topic, partitions=[_Topic.ListOffsetsPartition(
+                partition_index=partition, timestamp=-1, current_leader_epoch=leader_epoch)])])
+        with self._admin_call(f"ListOffsets to node {node_id}") as admin:
+            manager = admin._manager
+
+            async def send() -> Any:
+                return await manager.send(request, node_id=node_id)
+            response = manager.run(send)
+        part = response.topics[0].partitions[0]
+        if part.error_code:
+            raise NotYet(f"node {node_id}: {for_code(part.error_code).__name__}")
+        return part.offset
+
     def log_end_offsets(self, topic: str, partition: int, timeout: float = 30.0
                         ) -> dict[int, int]:
         """Each running replica's log end offset, asked of that broker itself (ListOffsets
         as a debugging client, which followers answer too)."""
-        from kafka.errors import for_code
-        from kafka.protocol.consumer import ListOffsetsRequest
-
         state = self.partition_state(topic, partition, timeout)
         result: dict[int, int] = {}
-        _Topic = ListOffsetsRequest.ListOffsetsTopic
         for replica in state.replicas:
             if self.node_state(replica) is not NodeState.RUNNING:
                 continue
-            request = ListOffsetsRequest(
-                replica_id=DEBUG_REPLICA_ID, isolation_level=0,
-                topics=[_Topic(name=topic, partitions=[_Topic.ListOffsetsPartition(
-                    partition_index=partition, timestamp=-1, current_leader_epoch=-1)])])
-
-            def ask(replica: int = replica, request: Any = request) -> int:
-                with self._admin_call(f"ListOffsets to node {replica}") as admin:
-                    manager = admin._manager
-
-                    async def send() -> Any:
-                        return await manager.send(request, node_id=replica)
-                    response = manager.run(send)
-                part = response.topics[0].partitions[0]
-                if part.error_code:
-                    raise NotYet(f"node {replica}: {for_code(part.error_code).__name__}")
-                return part.offset
-            result[replica] = self._retrying(f"log end offset of {topic}-{partition} on node "
-                                             f"{replica}", ask, timeout)
+            result[replica] = self._retrying(
+                f"log end offset of {topic}-{partition} on node {replica}",
+                lambda replica=replica: self._list_offsets(replica, topic, partition,
+                                                           DEBUG_REPLICA_ID), timeout)
         return result
+
+    def high_watermark(self, topic: str, partition: int, timeout: float = 30.0) -> int:
+        """The partition's high watermark, asked of its current leader. Leadership is read
+        again on every attempt: right after a restart the preferred-leader election moves
+        leaders, and a new leader answers OFFSET_NOT_AVAILABLE until its high watermark
+        reaches its epoch's start (KIP-207); both are waited out, within ``timeout``."""
+        def ask() -> int:
+            state = self.partition_state(topic, partition, timeout)
+            if state.leader is None or self.node_state(state.leader) is not NodeState.RUNNING:
+                raise NotYet(f"{topic}-{partition} has no running leader (leader "
+                             f"{state.leader})")
+            return self._list_offsets(state.leader, topic, partition, CONSUMER_REPLICA_ID,
+                                      state.leader_epoch)
+        return self._retrying(f"high watermark of {topic}-{partition}", ask, timeout)

@@ -238,3 +238,7 @@ class Cluster(abc.ABC):
     @abc.abstractmethod
     def log_end_offsets(self, topic: str, partition: int) -> dict[int, int]:
         """Log end offset of the partition on each replica (node id -> offset)."""
+
+    @abc.abstractmethod
+    def high_watermark(self, topic: str, partition: int, timeout: float = 30.0) -> int:
+        """The partition's high watermark, as its current leader reports it."""

@@ -81,6 +81,7 @@ def test_leader_isr_and_log_end_offsets(cluster, topic):
     produce(cluster, topic, 25)
     offsets = cluster.log_end_offsets(topic, 0)
     assert offsets == {1: 25, 2: 25, 3: 25}
+    assert cluster.high_watermark(topic, 0) == 25
 
 
 def test_kill_leader_elects_new_one_and_restart_fills_isr(cluster, topic):
@@ -93,6 +94,8 @@ def test_kill_leader_elects_new_one_and_restart_fills_isr(cluster, topic):
     assert new.leader != old
     produce(cluster, topic, 5)  # acks=all with min.insync.replicas=2 still works
     cluster.start_node(old, timeout=90)
+    # Asked at once: the preferred-leader election may be moving the leader back meanwhile.
+    assert cluster.high_watermark(topic, 0, timeout=30) == 5
     cluster.wait_healthy([topic], timeout=60)
     assert set(cluster.isr(topic, 0)) == {1, 2, 3}
     assert set(cluster.log_end_offsets(topic, 0).values()) == {5}
