@@ -58,6 +58,7 @@ RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume", PARTITION: 
 # An election slower than this fails the C.2 check: the tuned cluster settings
 # (KAFKA-NOTES "Faults") fail a leader over in about 3 s, the defaults in about 9 s.
 ELECTION_BOUND_S = 20.0
+PROGRESS_READ_S = 10.0  # how long a component's progress is retried before its restore
 NO_OTHER_REPLICA = "no other replica can lead (replication factor 1)"
 FAULT_RECORD_PHASES = ("fault_s", "recovery_s", "election_s")  # the timings a record carries
 
@@ -174,6 +175,11 @@ class FaultPlan:
         d = asdict(self)
         d["schedule"] = [asdict(s) for s in self.preview()]
         return d
+
+
+def _join(error: str | None, note: str) -> str:
+    """A fault record's errors, in the order they happened."""
+    return f"{error}; {note}" if error else note
 
 
 def _now() -> int:
@@ -319,13 +325,21 @@ class Nemesis:
 
     def _restore_component(self, spec: FaultSpec, rec: FaultRecord, comp: Component) -> None:
         kind = RESTORE_KIND[spec.failure]
+        # The baseline is read from the target cluster; a client error there must not keep
+        # the component down, so it is retried briefly and, failing that, only noted.
         try:
-            rec.progress_at_restore = comp.progress()
+            rec.progress_at_restore = Retrying(
+                stop=stop_after_delay(PROGRESS_READ_S), wait=wait_fixed(0.5),
+                retry=retry_if_exception_type(Exception), reraise=True)(comp.progress)
+        except Exception as exc:
+            rec.error = _join(rec.error, f"progress of {comp.label} unread before the "
+                                         f"restore: {type(exc).__name__}: {exc}")
+        try:
             rec.restore_ns = _now()
             self.writer.event(kind, node=comp.name, role=spec.target, time_ns=rec.restore_ns,
                               detail=f"fault #{spec.index}: restore {comp.label}")
             (comp.process.resume if kind == "resume" else comp.process.start)()
-            comp.wait_progress(rec.progress_at_restore, self.recovery_timeout)
+            comp.wait_progress(rec.progress_at_restore or 0, self.recovery_timeout)
             rec.recovered_ns = _now()
             self.writer.event("recovered", node=comp.name, role=spec.target,
                               time_ns=rec.recovered_ns,
@@ -333,8 +347,8 @@ class Nemesis:
                                      f"{rec.recovery_s:.2f} s after the restore")
             self.progress(f"fault #{spec.index}: recovered in {rec.recovery_s:.1f} s")
         except Exception as exc:
-            note = f"restore of {comp.label} failed: {type(exc).__name__}: {exc}"
-            rec.error = f"{rec.error}; {note}" if rec.error else note
+            rec.error = _join(rec.error, f"restore of {comp.label} failed: "
+                                         f"{type(exc).__name__}: {exc}")
 
     # -- steps ----------------------------------------------------------------------------
     def _choose_victim(self, spec: FaultSpec, state: Any) -> int:
@@ -441,8 +455,8 @@ class Nemesis:
                                       f"{rec.recovery_s:.2f} s after the restore"))
             self.progress(f"fault #{spec.index}: recovered in {rec.recovery_s:.1f} s")
         except Exception as exc:
-            note = f"restore of node {rec.node} failed: {type(exc).__name__}: {exc}"
-            rec.error = f"{rec.error}; {note}" if rec.error else note
+            rec.error = _join(rec.error, f"restore of node {rec.node} failed: "
+                                         f"{type(exc).__name__}: {exc}")
 
     def _wait_for_leader(self, topic: str, partition: int, not_in: set[int],
                          timeout: float | None = None, interval: float = 0.25) -> Any:

@@ -212,6 +212,43 @@ def test_component_that_does_not_recover_fails_its_fault():
     assert not check["ok"]
 
 
+def test_component_is_restored_even_when_its_progress_cannot_be_read(monkeypatch):
+    """Progress is read from the target cluster: a transient client error is retried, and
+    one that lasts is noted without leaving the component down."""
+    from pytest_kreplica import nemesis as nemesis_module
+    from pytest_kreplica.errors import ClusterError
+    from pytest_kreplica.nemesis import Component
+
+    monkeypatch.setattr(nemesis_module, "PROGRESS_READ_S", 0.6)
+    answers = iter([TimeoutError("end offsets"), 17])
+
+    def flaky():
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    proc, waited = _FakeProcess(), []
+    comp = Component("mirror-maker", "MirrorMaker 2", proc, flaky,
+                     lambda base, timeout: waited.append(base))
+    plan = FaultPlan(seed=5, failure="hard", target="mirror-maker", downtime_s=0.0,
+                     delay_s=(0.0, 0.01))
+    (record,) = Nemesis(None, _Events(), plan, [("t", 0)],
+                        components={"mirror-maker": comp}).run()
+    assert proc.calls == ["kill", "start"] and waited == [17]
+    assert record.error is None and record.progress_at_restore == 17
+
+    def broken():
+        raise TimeoutError("target cluster unreachable")
+
+    proc = _FakeProcess()
+    comp = Component("mirror-maker", "MirrorMaker 2", proc, broken, lambda base, timeout: None)
+    nemesis = Nemesis(None, _Events(), plan, [("t", 0)], components={"mirror-maker": comp})
+    with pytest.raises(ClusterError, match="progress of MirrorMaker 2 unread"):
+        nemesis.run()
+    assert proc.calls == ["kill", "start"] and proc.state is proc.states.RUNNING
+
+
 def test_component_target_without_its_component_is_an_input_error():
     plan = FaultPlan(seed=1, failure="hard", target="mirror-maker")
     with pytest.raises(InputError, match="target 'mirror-maker' needs that component"):
