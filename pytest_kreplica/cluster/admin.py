@@ -122,8 +122,14 @@ class AdminCluster(Cluster):
         leader; otherwise a description of what was seen."""
         wanted = {n.node_id for n in self._nodes} if node_ids is None else set(node_ids)
         try:
+            from kafka.protocol.admin import DescribeClusterRequest
+
             admin = self._admin()
-            cluster = admin.describe_cluster()
+            cluster = self._ask(admin, DescribeClusterRequest(
+                include_cluster_authorized_operations=False, include_fenced_brokers=True))
+            if cluster.error_code:
+                return f"DescribeCluster error code {cluster.error_code}"
+            cluster = cluster.to_dict()
             unfenced = {b["broker_id"] for b in cluster.get("brokers", [])
                         if not b.get("is_fenced", False)}
             if not wanted <= unfenced:
@@ -160,6 +166,7 @@ class AdminCluster(Cluster):
                 raise NotYet(f"no running node accepts connections yet "
                              f"(running: {[n.node_id for n in live]})")
             key = ",".join(n.address for n in listening)
+            self._admin_nodes = [n.node_id for n in listening]
             if self._admin_client is not None and self._admin_key == key:
                 return self._admin_client
             self._invalidate_admin()
@@ -185,21 +192,64 @@ class AdminCluster(Cluster):
             self._invalidate_admin()
             raise NotYet(f"{what}: {type(exc).__name__}: {exc}") from exc
 
-    @staticmethod
-    def _quorum_leader(admin) -> int | None:
-        quorum = admin.describe_metadata_quorum()
-        partition = quorum["topics"][0]["partitions"][0]
-        if partition.get("error"):
-            raise NotYet(f"DescribeQuorum error: {partition['error']}")
-        return partition.get("leader_id")
+    def _ask(self, admin: Any, request: Any, node_id: int | None = None) -> Any:
+        """Send one request through the admin client's connections to ``node_id``, by default
+        to one of the running nodes it was built from, in turn. Left to itself the client
+        sends to any broker it knows, and a broker cut off from its peers answers with its
+        own stale view (a leader it no longer is)."""
+        if node_id is None:
+            nodes = getattr(self, "_admin_nodes", None) or [None]
+            self._ask_turn = getattr(self, "_ask_turn", -1) + 1
+            node_id = nodes[self._ask_turn % len(nodes)]
+        manager = admin._manager
+
+        async def send() -> Any:
+            return await manager.send(request, node_id=node_id)
+        return manager.run(send)
+
+    def _describe_quorum(self, admin: Any) -> dict[str, Any]:
+        """DescribeQuorum's partition of ``__cluster_metadata``, asked of a live node."""
+        from kafka.errors import for_code
+        from kafka.protocol.admin import DescribeQuorumRequest
+
+        _Topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(topics=[_Topic(
+            topic_name="__cluster_metadata", partitions=[_Topic.PartitionData(partition_index=0)])])
+        response = self._ask(admin, request)
+        if response.error_code:
+            raise NotYet(f"DescribeQuorum: {for_code(response.error_code).__name__}")
+        partition = response.to_dict()["topics"][0]["partitions"][0]
+        if partition.get("error_code"):
+            raise NotYet(f"DescribeQuorum error: {for_code(partition['error_code']).__name__}")
+        return partition
+
+    def _quorum_leader(self, admin: Any) -> int | None:
+        return self._describe_quorum(admin).get("leader_id")
+
+    def _freshest_node(self, admin: Any) -> int | None:
+        """The node to ask for roles: the active controller, whose broker applies the
+        metadata log first, when it is among the live nodes. A node that was just healed or
+        resumed still reports the ISR it last knew, and a health gate that asked it would
+        pass too early. None (ask a live node in turn) while there is no such leader."""
+        try:
+            leader = self._quorum_leader(admin)  # brokers forward DescribeQuorum to it
+        except NotYet:
+            return None
+        return leader if leader in (getattr(self, "_admin_nodes", None) or ()) else None
 
     def _retrying(self, what: str, fetch: Callable[[], Any], timeout: float) -> Any:
         return _wait_until(fetch, timeout, what, lambda msg: ClusterError(
             f"{msg}; {self._logs_hint()}"))
 
     def _describe_partitions(self, topic: str) -> list[PartitionState]:
-        with self._admin_call(f"describe_topics({topic})") as admin:
-            described = admin.describe_topics([topic])
+        from kafka.protocol.metadata import MetadataRequest
+
+        request = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False)
+        with self._admin_call(f"Metadata({topic})") as admin:
+            described = self._ask(admin, request, self._freshest_node(admin)).to_dict()["topics"]
         if not described:
             raise NotYet(f"topic {topic} not in metadata")
         entry = described[0]
@@ -229,7 +279,7 @@ class AdminCluster(Cluster):
 
     def active_controller(self, timeout: float = 30.0) -> int:
         def fetch() -> int:
-            with self._admin_call("describe_metadata_quorum") as admin:
+            with self._admin_call("DescribeQuorum") as admin:
                 leader = self._quorum_leader(admin)
             if leader is None or leader < 0:
                 raise NotYet("no quorum leader")
@@ -240,8 +290,8 @@ class AdminCluster(Cluster):
 
     def quorum(self) -> dict[str, Any]:
         """The raw DescribeQuorum answer (leader, epoch, voters with log end offsets)."""
-        with self._admin_call("describe_metadata_quorum") as admin:
-            return admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+        with self._admin_call("DescribeQuorum") as admin:
+            return self._describe_quorum(admin)
 
     def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),
                         timeout: float = 30.0) -> PartitionState:
@@ -360,11 +410,7 @@ class AdminCluster(Cluster):
             topics=[_Topic(name=topic, partitions=[_Topic.ListOffsetsPartition(
                 partition_index=partition, timestamp=-1, current_leader_epoch=leader_epoch)])])
         with self._admin_call(f"ListOffsets to node {node_id}") as admin:
-            manager = admin._manager
-
-            async def send() -> Any:
-                return await manager.send(request, node_id=node_id)
-            response = manager.run(send)
+            response = self._ask(admin, request, node_id)
         part = response.topics[0].partitions[0]
         if part.error_code:
             raise NotYet(f"node {node_id}: {for_code(part.error_code).__name__}")
