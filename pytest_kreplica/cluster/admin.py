@@ -192,12 +192,17 @@ class AdminCluster(Cluster):
             self._invalidate_admin()
             raise NotYet(f"{what}: {type(exc).__name__}: {exc}") from exc
 
+    def _cut_off(self) -> bool:
+        """Whether some running node is cut off from its peers (a backend that can cut links
+        overrides this)."""
+        return False
+
     def _ask(self, admin: Any, request: Any, node_id: int | None = None) -> Any:
-        """Send one request through the admin client's connections to ``node_id``, by default
-        to one of the running nodes it was built from, in turn. Left to itself the client
-        sends to any broker it knows, and a broker cut off from its peers answers with its
-        own stale view (a leader it no longer is)."""
-        if node_id is None:
+        """Send one request through the admin client's connections to ``node_id``. Without
+        one the client picks a broker, except while some node is cut off from its peers:
+        such a broker answers with its own stale view (a leader it no longer is), so the
+        request goes to the live nodes the client was built from, in turn."""
+        if node_id is None and self._cut_off():
             nodes = getattr(self, "_admin_nodes", None) or [None]
             self._ask_turn = getattr(self, "_ask_turn", -1) + 1
             node_id = nodes[self._ask_turn % len(nodes)]
@@ -226,17 +231,6 @@ class AdminCluster(Cluster):
     def _quorum_leader(self, admin: Any) -> int | None:
         return self._describe_quorum(admin).get("leader_id")
 
-    def _freshest_node(self, admin: Any) -> int | None:
-        """The node to ask for roles: the active controller, whose broker applies the
-        metadata log first, when it is among the live nodes. A node that was just healed or
-        resumed still reports the ISR it last knew, and a health gate that asked it would
-        pass too early. None (ask a live node in turn) while there is no such leader."""
-        try:
-            leader = self._quorum_leader(admin)  # brokers forward DescribeQuorum to it
-        except NotYet:
-            return None
-        return leader if leader in (getattr(self, "_admin_nodes", None) or ()) else None
-
     def _retrying(self, what: str, fetch: Callable[[], Any], timeout: float) -> Any:
         return _wait_until(fetch, timeout, what, lambda msg: ClusterError(
             f"{msg}; {self._logs_hint()}"))
@@ -249,7 +243,7 @@ class AdminCluster(Cluster):
             allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
             include_topic_authorized_operations=False)
         with self._admin_call(f"Metadata({topic})") as admin:
-            described = self._ask(admin, request, self._freshest_node(admin)).to_dict()["topics"]
+            described = self._ask(admin, request).to_dict()["topics"]
         if not described:
             raise NotYet(f"topic {topic} not in metadata")
         entry = described[0]

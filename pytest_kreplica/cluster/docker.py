@@ -153,6 +153,9 @@ class DockerCluster(AdminCluster):
         """Running nodes that are not cut off: a partitioned node's view of roles is stale."""
         return [n for n in super()._live_nodes() if n.node_id not in self._partitioned]
 
+    def _cut_off(self) -> bool:
+        return bool(self._partitioned)
+
     def describe(self) -> dict:
         out = super().describe()
         out.update({"kafka_version": self.kafka_version, "image": self.image,
