@@ -213,7 +213,7 @@ class AdminCluster(Cluster):
         return manager.run(send)
 
     def _describe_quorum(self, admin: Any) -> dict[str, Any]:
-        """DescribeQuorum's partition of ``__cluster_metadata``, asked of a live node."""
+        """DescribeQuorum's partition of ``__cluster_metadata`` (routed as ``_ask`` does)."""
         from kafka.errors import for_code
         from kafka.protocol.admin import DescribeQuorumRequest
 
