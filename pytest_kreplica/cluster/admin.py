@@ -79,6 +79,9 @@ def _port_open(host: str, port: int) -> bool:
 class AdminCluster(Cluster):
     """Roles, topics, offsets and health through the admin APIs (see module docstring)."""
 
+    _admin_nodes: list[int] = []  # the nodes the cached admin client was built from
+    _ask_turn = -1  # whose turn it is among them, while a node is cut off
+
     def _check_alive(self, node_ids: list[int] | None = None) -> None:
         """Raise ``NodeError`` when one of ``node_ids`` (default: all) died unasked."""
         raise NotImplementedError
@@ -203,8 +206,8 @@ class AdminCluster(Cluster):
         such a broker answers with its own stale view (a leader it no longer is), so the
         request goes to the live nodes the client was built from, in turn."""
         if node_id is None and self._cut_off():
-            nodes = getattr(self, "_admin_nodes", None) or [None]
-            self._ask_turn = getattr(self, "_ask_turn", -1) + 1
+            nodes = self._admin_nodes or [None]
+            self._ask_turn += 1
             node_id = nodes[self._ask_turn % len(nodes)]
         manager = admin._manager
 
