@@ -517,6 +517,9 @@ def ensure_class_data_archive(dist: distribution.Distribution, timeout: float = 
         failed.unlink(missing_ok=True)  # e.g. it timed out on a machine that was overloaded
     if archive.exists() or failed.exists():
         return archive.exists()
+    # the build starts a cluster, whose start takes the format template under the same lock:
+    # make the template first, outside the lock (flock is not re-entrant across descriptors)
+    ensure_format_template(dist)
     try:
         with distribution.archive_lock(dist):
             if archive.exists() or failed.exists():
