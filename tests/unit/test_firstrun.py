@@ -87,8 +87,8 @@ def test_nothing_prepared_for_tests_without_clusters(project):
 
 
 def test_case_needs_covers_target_versions_and_parts():
-    case = Case("m", "mirror", "m-1", (("kafka_version", "4.3.1"), ("backend", "process"),
-                                       ("target_kafka_version", "3.9.2"), ("compat", "mirror-pair")),
-                ())
+    params = (("kafka_version", "4.3.1"), ("backend", "process"),
+              ("target_kafka_version", "3.9.2"), ("compat", "mirror-pair"))
+    case = Case("m", "mirror", "m-1", params, ())
     assert case_needs(case) == {("4.3.1", "process", ("broker", "mirror")),
                                 ("3.9.2", "process", ("broker", "mirror"))}
