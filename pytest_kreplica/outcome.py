@@ -96,7 +96,7 @@ def judge_case(run_dir: str | Path, history: Any, *, meta: dict[str, Any] | None
 
     counts = dict(history.counts)
     tradeoff = None
-    if not history.valid:
+    if not history.valid and not (meta or {}).get("mirror"):  # no trade-off across clusters
         tradeoff = judge(history.semantics, counts, run_dir, faults,
                          (meta or {}).get("params"))
     problems = coverage_problems(run_dir, counts, meta)
