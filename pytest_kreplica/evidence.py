@@ -10,9 +10,9 @@ ran (docs/failures.md "Loss and its evidence"):
   just before the strike (the watched partition's ``leader_before``, or ``led_before`` for
   the case's other partitions) and leadership moved (a new leader was seen, or the fault
   kills or cuts off the process); it explains loss of records of that partition sent while
-  that leader could still acknowledge them alone (a killed leader: before the new leader
-  was seen; a cut-off or paused one: until every replica was back in sync after the heal /
-  resume).
+  that leader could still acknowledge them alone (a killed leader: before the strike; a
+  terminated one: before the new leader was seen; a cut-off or paused one: until every
+  replica was back in sync after the heal / resume).
 
 Fault records are the nemesis's ``FaultRecord.to_dict()`` rows (verdict.json ``faults``).
 """
@@ -27,13 +27,16 @@ _MOVES_LEADERSHIP = ("clean", "hard", "partition")  # a pause may keep it: needs
 
 
 def _leader_gone_ns(fault: dict[str, Any]) -> int | None:
-    """Until when the struck leader could still acknowledge records on its own. A killed or
-    terminated one: until the new leader was seen. A cut-off or paused one keeps running:
-    it acknowledges alone while cut off, and after the heal / resume until it learns it was
-    replaced - at the latest when every replica is back in sync (``recovered_ns``; measured:
-    a cut leader acknowledged 162 records in the 1.7 s between heal and recovery)."""
+    """Until when the struck leader could still acknowledge records on its own. A killed
+    one: the strike. A terminated one (controlled shutdown): until the new leader was seen.
+    A cut-off or paused one keeps running: it acknowledges alone while cut off, and after
+    the heal / resume until it learns it was replaced - at the latest when every replica is
+    back in sync (``recovered_ns``; measured: a cut leader acknowledged 162 records in the
+    1.7 s between heal and recovery)."""
     if fault.get("failure") in ("partition", "soft"):
         return fault.get("recovered_ns") or fault.get("restore_ns")
+    if fault.get("failure") == "hard":  # SIGKILL: nothing is acknowledged after the strike
+        return fault.get("strike_ns")
     if fault.get("strike_ns") is not None and fault.get("election_s") is not None:
         return fault["strike_ns"] + int(fault["election_s"] * 1e9)
     return fault.get("restore_ns") or fault.get("strike_ns")
@@ -75,6 +78,9 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
                 if part.isdigit() and (topic, int(part)) != watched:
                     led.append((topic, int(part)))
         for topic, partition in led:
+            if (topic, partition) != watched:  # only the victim's leadership is known there
+                base = {**base, "leader_before": f["node"], "isr_before": None,
+                        "new_leader": None}
             out.append({**base, "kind": LEADER_CHANGE.format(acks=acks), "topic": topic,
                         "partition": partition,
                         "why": f"{f.get('failure')} failure of node {f['node']}, leader of "

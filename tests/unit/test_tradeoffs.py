@@ -146,3 +146,16 @@ def test_a_cut_off_leader_excuses_until_every_replica_is_back_in_sync(tmp_path):
     cut[0]["recovered_ns"] = 12  # back in sync before m3 was sent
     run = lost_m3(tmp_path / "b")
     assert judge("at-least-once", COUNTS, run, cut, {"acks": 1})["accepted"] is False
+
+
+def test_a_failed_follower_that_led_another_partition_explains_loss_there(tmp_path):
+    """follower-failure p5 acks=1 (measured: 234 lost on partitions 2 and 3, which the
+    failed follower of partition 0 led): the evidence names the victim as their leader."""
+    run = lost_m3(tmp_path)
+    follower = [{**leader_kill()[0], "target": "follower", "partition": 5, "node": 1,
+                 "leader_before": 2, "led_before": ["t-0"], "new_leader": None,
+                 "election_s": None, "elected_from_isr": None}]
+    t = judge("at-least-once", COUNTS, run, follower, {"acks": 1})
+    assert t["accepted"] is True
+    [ev] = t["evidence"]
+    assert (ev["partition"], ev["leader_before"], ev["new_leader"]) == (0, 1, None)
