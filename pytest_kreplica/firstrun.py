@@ -65,20 +65,23 @@ def prepare(needs: Iterable[Need]) -> float:
     merged: dict[tuple[str | None, str], set[str]] = {}
     for version, backend, parts in needs:
         merged.setdefault((version, backend), set()).update(parts)
-    for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
-        try:
-            dist = distribution.resolve(version, tuple(sorted(parts)))
-            if backend == "docker":
-                from .cluster import docker_image
+    try:
+        for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
+            try:
+                dist = distribution.resolve(version, tuple(sorted(parts)))
+                if backend == "docker":
+                    from .cluster import docker_image
 
-                docker_image.ensure_image(dist.version)
-            else:
-                prepared.prepare_broker(dist)
-        except KreplicaError as exc:
-            once.say(f"kreplica: preparing Kafka {version or '(default)'} for the {backend} "
-                     f"backend failed: {exc}")
-    if spark_job is not None:
-        _finish_spark_archive(*spark_job)
+                    docker_image.ensure_image(dist.version)
+                else:
+                    prepared.prepare_broker(dist)
+            except Exception as exc:  # the cases that need it fail with the full story
+                text = str(exc) if isinstance(exc, KreplicaError) else repr(exc)
+                once.say(f"kreplica: preparing Kafka {version or '(default)'} for the "
+                         f"{backend} backend failed: {text}")
+    finally:
+        if spark_job is not None:
+            _finish_spark_archive(*spark_job)
     return time.monotonic() - started
 
 
