@@ -174,12 +174,35 @@ class MavenFailed(Exception):
 # -- version pick ----------------------------------------------------------------------------
 
 def _artifact_versions(artifact: str, offline: bool) -> list[str]:
-    """Versions of ``org.apache.kafka:<artifact>`` from Maven's metadata (fetched via Maven)."""
+    """Versions of ``org.apache.kafka:<artifact>`` from the repository's metadata: one HTTP
+    GET when the repository is Maven Central or a plain mirror of it (a Maven JVM per artifact
+    took 32 s of a first run on the loaded machine), else fetched by Maven itself."""
+    if not offline and _fetch_metadata(artifact):
+        return _cached_artifact_versions(artifact)
     work = cache_dir() / "work"
     work.mkdir(parents=True, exist_ok=True)
     _run_maven([f"{DEPENDENCY_PLUGIN}:get", f"-Dartifact={GROUP}:{artifact}:LATEST:pom",
                 "-Dtransitive=false"], cwd=work, offline=offline)
     return _cached_artifact_versions(artifact)
+
+
+def _fetch_metadata(artifact: str) -> bool:
+    """Store ``maven-metadata.xml`` of ``artifact`` where ``_cached_artifact_versions`` reads
+    it; False (Maven then fetches it) on any problem."""
+    from . import maven_metadata
+
+    text = maven_metadata.fetch(GROUP, artifact)
+    try:
+        if text is None or not versions_from_metadata(text):
+            return False
+    except ET.ParseError:
+        return False
+    folder = cache_dir() / "m2" / Path(*GROUP.split(".")) / artifact
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".maven-metadata-kreplica.{os.getpid()}.tmp"
+    tmp.write_text(text)
+    tmp.replace(folder / "maven-metadata-kreplica.xml")
+    return True
 
 
 def _cached_artifact_versions(artifact: str) -> list[str]:
@@ -355,11 +378,25 @@ def _copy_dependencies(folder: Path, version: str, coordinates: list[str]) -> li
         shutil.rmtree(libs)
     args = [f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DoutputDirectory=libs",
             "-DincludeScope=runtime"]
+    if not _all_in_local_repository(coordinates):  # offline would fail: spare a JVM
+        _run_maven(args, cwd=folder, offline=False)
+        return sorted(libs.glob("*.jar"))
     try:
         _run_maven(args, cwd=folder, offline=True)
     except MavenFailed:
         _run_maven(args, cwd=folder, offline=False)
     return sorted(libs.glob("*.jar"))
+
+
+def _all_in_local_repository(coordinates: list[str]) -> bool:
+    """Every coordinate's folder is in Maven's local repository (its dependencies may still
+    be missing: then the offline attempt fails and the online one runs)."""
+    m2 = cache_dir() / "m2"
+    for coord in coordinates:
+        group, artifact, version = coord.split(":")
+        if not (m2 / Path(*group.split(".")) / artifact / version).is_dir():
+            return False
+    return True
 
 
 def _log4j_version(jars: list[Path]) -> str | None:

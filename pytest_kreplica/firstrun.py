@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -59,22 +61,87 @@ def prepare(needs: Iterable[Need]) -> float:
     from .errors import KreplicaError
 
     started = time.monotonic()
+    spark_job = _start_spark_archive()
     merged: dict[tuple[str | None, str], set[str]] = {}
     for version, backend, parts in needs:
         merged.setdefault((version, backend), set()).update(parts)
-    for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
-        try:
-            dist = distribution.resolve(version, tuple(sorted(parts)))
-            if backend == "docker":
-                from .cluster import docker_image
+    try:
+        for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
+            try:
+                dist = distribution.resolve(version, tuple(sorted(parts)))
+                if backend == "docker":
+                    from .cluster import docker_image
 
-                docker_image.ensure_image(dist.version)
-            else:
-                prepared.prepare_broker(dist)
-        except KreplicaError as exc:
-            once.say(f"kreplica: preparing Kafka {version or '(default)'} for the {backend} "
-                     f"backend failed: {exc}")
+                    docker_image.ensure_image(dist.version)
+                else:
+                    prepared.prepare_broker(dist)
+            except Exception as exc:  # the cases that need it fail with the full story
+                text = str(exc) if isinstance(exc, KreplicaError) else repr(exc)
+                once.say(f"kreplica: preparing Kafka {version or '(default)'} for the "
+                         f"{backend} backend failed: {text}")
+    finally:
+        if spark_job is not None:
+            _finish_spark_archive(*spark_job)
     return time.monotonic() - started
+
+
+SPARK_ARCHIVE_TIMEOUT_S = 600.0
+SPARK_STEP = "making Spark's class-data archive (once, alongside)"
+
+
+def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
+    """When the Spark driver's class-data archive is missing, make it alongside the broker
+    steps: ``kreplica check`` of a tiny history in a subprocess, whose session dumps the
+    archive as it stops. Made inside a case instead, the dump (about 50 s on the loaded
+    machine) delayed the end of a first run and every other first session ran without it."""
+    from . import once, spark
+
+    archive = spark.class_data_archive()
+    if archive is None or archive.exists():
+        return None
+    work = Path(tempfile.mkdtemp(prefix="kreplica-spark-warmup-"))
+    _tiny_history(work)
+    once.say(f"kreplica: {SPARK_STEP}…")
+    with open(work / "check.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "pytest_kreplica.cli", "check",
+                                 str(work)], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    return proc, time.monotonic(), work
+
+
+def _finish_spark_archive(proc: subprocess.Popen, started: float, work: Path) -> None:
+    from . import once, spark
+
+    try:
+        code = proc.wait(max(1.0, SPARK_ARCHIVE_TIMEOUT_S - (time.monotonic() - started)))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = proc.wait(30)
+    took = time.monotonic() - started
+    archive = spark.class_data_archive()
+    if code == 0 and archive is not None and archive.exists():
+        once.say(f"kreplica: {SPARK_STEP}… {took:.0f} s")
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        once.say(f"kreplica: {SPARK_STEP} failed after {took:.0f} s (exit {code}, log "
+                 f"{work / 'check.log'}); the first Spark session of the run makes it")
+
+
+def _tiny_history(run_dir: Path) -> None:
+    """A clean 20-message history in the run-directory format (HISTORY.md)."""
+    sends, polls = [], []
+    for i in range(20):
+        sends.append({"process": 0, "topic": "t", "partition": 0, "id": f"p0-{i}",
+                      "offset": i, "status": "ok", "invoke_ns": 1000 + 20 * i,
+                      "complete_ns": 1010 + 20 * i, "error": None})
+        polls.append({"process": 1, "poll": i // 5, "topic": "t", "partition": 0,
+                      "offset": i, "id": f"p0-{i}", "time_ns": 2000 + 10 * i,
+                      "index": i % 5})
+    (run_dir / "sends.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sends))
+    (run_dir / "polls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in polls))
+    (run_dir / "events.jsonl").write_text("")
+    (run_dir / "run.json").write_text(json.dumps({"case": "spark warm-up",
+                                                  "semantics": "at-least-once"}))
 
 
 class FirstRunPlugin:

@@ -89,9 +89,19 @@ def _archive_path(base_options: str) -> Path | None:
     return cache_dir() / "spark" / f"spark-{pyspark.__version__}-java{java}-{key[:12]}.jsa"
 
 
+def _base_options() -> str:
+    return f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{log4j_config()}"
+
+
+def class_data_archive() -> Path | None:
+    """Where the local driver's class-data archive for this Java and Spark lives (it may not
+    exist yet); None when turned off or the master is not local."""
+    return _archive_path(_base_options()) if resolve_master().startswith("local") else None
+
+
 def _driver_java_options(local: bool) -> str:
     global _archive_pending
-    base = f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{log4j_config()}"
+    base = _base_options()
     archive = _archive_path(base) if local else None
     if archive is None:
         return base

@@ -56,3 +56,24 @@ def test_two_processes_prepare_an_empty_cache_once(tmp_path):
                  f"making the Kafka {version} storage format template (once)"):
         finished = [line for line in err.splitlines() if line.startswith(f"kreplica: {step}… ")]
         assert len(finished) == 1, (step, err)  # done once, by one of the two
+
+
+def test_spark_archive_made_alongside_on_an_empty_cache(tmp_path, monkeypatch):
+    from pytest_kreplica import firstrun, once, spark
+
+    monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("KREPLICA_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("KREPLICA_SPARK_CDS", raising=False)
+    lines: list[str] = []
+    previous = once.set_say(lines.append)
+    try:
+        job = firstrun._start_spark_archive()
+        assert job is not None
+        firstrun._finish_spark_archive(*job)
+        assert firstrun._start_spark_archive() is None  # made: nothing to do next time
+    finally:
+        once.set_say(previous)
+    archive = spark.class_data_archive()
+    assert archive is not None and archive.stat().st_size > 0
+    assert lines[0] == f"kreplica: {firstrun.SPARK_STEP}…"
+    assert lines[1].startswith(f"kreplica: {firstrun.SPARK_STEP}… ") and lines[1].endswith(" s")
