@@ -174,35 +174,13 @@ class MavenFailed(Exception):
 # -- version pick ----------------------------------------------------------------------------
 
 def _artifact_versions(artifact: str, offline: bool) -> list[str]:
-    """Versions of ``org.apache.kafka:<artifact>`` from the repository's metadata: one HTTP
-    GET when the repository is Maven Central or a plain mirror of it (a Maven JVM per artifact
-    took 32 s of a first run on the loaded machine), else fetched by Maven itself."""
-    if not offline and _fetch_metadata(artifact):
-        return _cached_artifact_versions(artifact)
+    """Versions of ``org.apache.kafka:<artifact>`` from the repository's metadata, fetched by
+    Maven itself (the ordinary client, with whatever mirror or proxy its settings name)."""
     work = cache_dir() / "work"
     work.mkdir(parents=True, exist_ok=True)
     _run_maven([f"{DEPENDENCY_PLUGIN}:get", f"-Dartifact={GROUP}:{artifact}:LATEST:pom",
                 "-Dtransitive=false"], cwd=work, offline=offline)
     return _cached_artifact_versions(artifact)
-
-
-def _fetch_metadata(artifact: str) -> bool:
-    """Store ``maven-metadata.xml`` of ``artifact`` where ``_cached_artifact_versions`` reads
-    it; False (Maven then fetches it) on any problem."""
-    from . import maven_metadata
-
-    text = maven_metadata.fetch(GROUP, artifact)
-    try:
-        if text is None or not versions_from_metadata(text):
-            return False
-    except ET.ParseError:
-        return False
-    folder = cache_dir() / "m2" / Path(*GROUP.split(".")) / artifact
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".maven-metadata-kreplica.{os.getpid()}.tmp"
-    tmp.write_text(text)
-    tmp.replace(folder / "maven-metadata-kreplica.xml")
-    return True
 
 
 def _cached_artifact_versions(artifact: str) -> list[str]:
@@ -283,7 +261,7 @@ def _complete_versions() -> list[str]:
 def _maven_problem(exc: MavenFailed, what: str) -> EnvironmentProblem:
     if exc.unreachable():
         return EnvironmentProblem(
-            f"cannot download {what} from Maven Central (repo.maven.apache.org): check the network "
+            f"cannot download {what} from Maven Central: check the network "
             f"or set a reachable mirror in ~/.m2/settings.xml; Maven said: {exc.summary()}")
     return EnvironmentProblem(f"Maven failed to resolve {what}: {exc.summary()}")
 
