@@ -299,12 +299,11 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
                 consumer.stop()
                 _join(threads, ctx)
         extra["unseen_after_drain"] = len(missing)
-    with phases.timed("replicas"):
-        if replica_check:
-            replica = verify_replicas(cluster, topics, case.partitions, run_dir,
-                                      spark_master)
-        else:
-            replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
+    if replica_check:
+        replica = verify_replicas(cluster, topics, case.partitions, run_dir, spark_master,
+                                  phases)
+    else:
+        replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
     with phases.timed("validation"):
         from .checker import check
 
@@ -388,16 +387,21 @@ def wait_at_rest(cluster: Any, topics: list[str], partitions: int,
 
 
 def verify_replicas(cluster: Any, topics: list[str], partitions: int, run_dir: Path,
-                    spark_master: str | None = None) -> ReplicaCheck:
+                    spark_master: str | None = None, phases: _Phases | None = None
+                    ) -> ReplicaCheck:
     """Snapshot every replica's log at rest into ``run_dir`` (``replicas.snapshot``) and
-    compare them batch by batch on Spark (``replicas.verify``: HISTORY.md "Replica logs")."""
+    compare them batch by batch on Spark (``replicas.verify``: HISTORY.md "Replica logs").
+    With ``phases``, the two are timed apart as ``snapshot`` and ``replicas``."""
     from .cluster.base import TopicSpec
     from .replicas.snapshot import snapshot_replicas
     from .replicas.verify import verify_logs
 
-    snapshot_replicas(cluster, [TopicSpec(t, partitions) for t in topics], run_dir,
-                      timeout=REST_TIMEOUT)
-    verdict = verify_logs(run_dir, spark_master=spark_master)
+    phases = _Phases() if phases is None else phases
+    with phases.timed("snapshot"):
+        snapshot_replicas(cluster, [TopicSpec(t, partitions) for t in topics], run_dir,
+                          timeout=REST_TIMEOUT)
+    with phases.timed("replicas"):
+        verdict = verify_logs(run_dir, spark_master=spark_master)
     logs = verdict.to_dict()
     logs.pop("segments")  # per-file sha256 list: ``kreplica verify-logs RUN_DIR --json``
     return ReplicaCheck(verdict.at_rest, verdict.counts["segments"],
