@@ -294,7 +294,8 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
             ctx.stop = threading.Event()
             threads = _run_hooks(hooks.during_consume, ctx, "during_consume")
             try:
-                missing = consumer.drain(set(stats.acked_ids), drain_timeout)
+                missing = consumer.drain(set(stats.acked_ids), drain_timeout,
+                                         _readable_ends(cluster, topics, case.partitions))
             finally:
                 consumer.stop()
                 _join(threads, ctx)
@@ -321,6 +322,15 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
     _write_verdict_and_report(result)
     _drop_topics(cluster, topics)
     return result
+
+
+def _readable_ends(cluster: Any, topics: list[str], partitions: int
+                   ) -> Callable[[], dict[tuple[str, int], int]] | None:
+    """What lets the drain end once nothing more can be read (None: a backend without it,
+    the drain then waits for every id or its deadline)."""
+    ends = getattr(cluster, "readable_ends", None)
+    parts = [(t, p) for t in topics for p in range(partitions)]
+    return None if ends is None else (lambda: ends(parts))
 
 
 def _write_verdict_and_report(result: CaseResult) -> None:

@@ -198,10 +198,13 @@ class AdminCluster(OffsetsMixin, Cluster):
 
     def _ask(self, admin: Any, request: Any, node_id: int | None = None) -> Any:
         """Send one request through the admin client's connections to ``node_id``. Without
-        one the client picks a broker, except while some node is cut off from its peers:
-        such a broker answers with its own stale view (a leader it no longer is), so the
-        request goes to the live nodes the client was built from, in turn."""
-        if node_id is None and self._cut_off():
+        one the client picks a broker, except while some node is cut off from its peers
+        (such a broker answers with its own stale view: a leader it no longer is) or paused
+        (the client still counts it as connected, and a request to it waits out the whole
+        request timeout): then the request goes to the live nodes the client was built
+        from, in turn."""
+        if node_id is None and (self._cut_off() or any(
+                self.node_state(n.node_id) is NodeState.PAUSED for n in self._nodes)):
             nodes = self._admin_nodes or [None]
             self._ask_turn += 1
             node_id = nodes[self._ask_turn % len(nodes)]

@@ -187,6 +187,35 @@ class OffsetsMixin:
             return {p: found[p] for p in parts}
         return self._retrying(f"high watermarks of {len(parts)} partitions", ask, timeout)
 
+    def readable_ends(self, parts: list[Part]) -> dict[Part, int]:
+        """Where a consumer that has read everything there is stands, per partition: the
+        high watermark, once nothing more can become readable without new writes. One
+        attempt (one Metadata, then ListOffsets as a consumer and as a debugging client to
+        each leader); ``NotYet`` while a partition has no running leader or its leader holds
+        records above the high watermark (acknowledged with acks=1, not yet replicated)."""
+        states = self._describe_topics_all(sorted({t for t, _ in parts}))
+        asks: dict[int, dict[Part, int]] = defaultdict(dict)
+        for part in parts:
+            state = states.get(part)
+            if state is None or state.leader is None or \
+                    self.node_state(state.leader) is not NodeState.RUNNING:
+                raise NotYet(f"{part[0]}-{part[1]} has no running leader")
+            asks[state.leader][part] = state.leader_epoch
+        hws = self._list_offsets_many(dict(asks), CONSUMER_REPLICA_ID)
+        leos = self._list_offsets_many(dict(asks), DEBUG_REPLICA_ID)
+        ends: dict[Part, int] = {}
+        for node, answers in hws.items():
+            for part, hw in answers.items():
+                leo = leos.get(node, {}).get(part)
+                if isinstance(hw, str) or isinstance(leo, str) or leo is None:
+                    raise NotYet(f"{part[0]}-{part[1]} on node {node}: high watermark "
+                                 f"{hw}, log end offset {leo}")
+                if leo > hw:
+                    raise NotYet(f"{part[0]}-{part[1]}: leader {node} holds offsets {hw}.."
+                                 f"{leo - 1} above the high watermark")
+                ends[part] = hw
+        return ends
+
     def _describe_topics_all(self, topics: list[str]) -> dict[Part, PartitionState]:
         return {(s.topic, s.partition): s
                 for states in self._describe_topics(topics).values() for s in states}
