@@ -14,41 +14,58 @@ COMMANDS = {
     "cluster": "pytest_kreplica.cluster.cli:run_cluster",
     "fetch": "pytest_kreplica.distribution:run_fetch",
     "image": "pytest_kreplica.cluster.docker_image:run_image",
+    "report": "pytest_kreplica.report.rebuild:run_report",
 }
+DESCRIPTION = ("Kafka replication system tests: check a run's history, compare replica logs, "
+               "start clusters by hand, prepare the cache, rebuild reports.")
+
+
+def _add(sub, name: str, summary: str):
+    """A sub-command whose one-line ``summary`` shows in ``kreplica --help`` and its own."""
+    return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kreplica", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="kreplica", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("check", help="check a run directory's history (Spark)")
+    p = _add(sub, "check", "check a run directory's history for lost, duplicated or "
+             "reordered messages (Spark)")
     p.add_argument("run_dir")
     p.add_argument("--semantics", choices=["at-least-once", "exactly-once", "at-most-once"])
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
 
-    p = sub.add_parser("verify-logs", help="compare every replica's log batch by batch (Spark)")
+    p = _add(sub, "verify-logs", "compare every replica's log in a run directory batch by "
+             "batch (Spark)")
     p.add_argument("run_dir")
     p.add_argument("--json", action="store_true")
     p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
 
-    p = sub.add_parser("cluster", help="start or stop a cluster by hand")
+    p = _add(sub, "cluster", "start or stop a local Kafka cluster by hand")
     csub = p.add_subparsers(dest="cluster_command", required=True)
-    up = csub.add_parser("up", help="start a cluster; Ctrl-C stops it")
+    up = _add(csub, "up", "start a cluster and print its bootstrap servers; Ctrl-C stops it")
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--version", dest="kafka_version")
     up.add_argument("--dir", dest="directory")
     up.add_argument("--detach", action="store_true", help="leave it running; stop with down")
-    down = csub.add_parser("down", help="stop a cluster started with --detach")
+    down = _add(csub, "down", "stop a cluster started with --detach")
     down.add_argument("--dir", dest="directory", required=True)
 
-    p = sub.add_parser("fetch", help="resolve a Kafka version's jars into the cache")
+    p = _add(sub, "fetch", "download a Kafka version's jars and build its one-time "
+             "artefacts in the cache")
     p.add_argument("--version", dest="kafka_version")
 
-    p = sub.add_parser("image", help="Docker images for the docker backend")
+    p = _add(sub, "image", "build Docker images for the docker backend")
     isub = p.add_subparsers(dest="image_command", required=True)
-    b = isub.add_parser("build", help="build the broker image locally")
+    b = _add(isub, "build", "build (or reuse) the broker image and print its tag")
     b.add_argument("--version", dest="kafka_version")
+
+    p = _add(sub, "report", "rebuild verdict.json and report.html from a run directory "
+             "(or all below it)")
+    p.add_argument("run_dir")
+    p.add_argument("--semantics", choices=["at-least-once", "exactly-once", "at-most-once"])
+    p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
     return parser
 
 

@@ -4,20 +4,19 @@ Maven itself does the resolving (a generated ``pom.xml`` and ``copy-dependencies
 mirrors and proxies in ``~/.m2/settings.xml`` apply and nothing here re-implements
 dependency mediation. Each component (broker, tools, mirror) gets its own ``libs`` folder so
 a broker JVM keeps a small classpath. A folder is complete only when its marker file,
-written last, exists; resolution runs under a file lock so parallel pytest-xdist workers
-and concurrent sessions resolve a version once.
+written last, exists; every Maven run holds the machine-wide ``resolve.lock`` (``once``), so
+parallel pytest-xdist workers and concurrent sessions resolve a version once, and say so.
 
 Cache layout (``$KREPLICA_CACHE`` or ``~/.cache/kreplica``)::
 
     m2/                              Maven's local repository (offline once warm)
     default-version.json             the last default pick, refreshed daily
     kafka/<version>/<component>/     pom.xml, libs/*.jar, .complete
-    kafka/<version>/broker/classes.jsa   class-data archive (built on first cluster start)
+    kafka/<version>/broker/classes.jsa   class-data archive (``cluster.prepared``)
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -30,8 +29,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
+from . import once
 from .errors import EnvironmentProblem, InputError
 
 GROUP = "org.apache.kafka"
@@ -45,7 +43,6 @@ COMPONENTS = {
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 SLF4J_RELOAD4J = "org.slf4j:slf4j-reload4j:1.7.36"  # 3.x: log4j 1 API via reload4j
 DEFAULT_PICK_MAX_AGE_S = 24 * 3600
-LOCK_TIMEOUT_S = 900.0
 MAVEN_TIMEOUT_S = 600.0
 MARKER = ".complete"
 
@@ -223,8 +220,14 @@ def default_version(refresh: bool = False) -> str:
     if cached and fresh and not refresh:
         return cached["version"]
     with _resolve_lock():
+        if not refresh and _read_pick(pick_file, fresh_only=True):  # picked while we waited
+            return _read_pick(pick_file, fresh_only=True)
+        once.say("kreplica: asking Maven Central for the newest Kafka version…")
+        started = time.monotonic()
         try:
             version = pick_default_version(available_versions(refresh=True))
+            once.say(f"kreplica: asking Maven Central for the newest Kafka version… "
+                     f"{time.monotonic() - started:.0f} s ({version})")
         except MavenFailed as exc:
             if cached:
                 return cached["version"]
@@ -236,6 +239,16 @@ def default_version(refresh: bool = False) -> str:
         tmp.write_text(json.dumps({"version": version, "time": time.time()}))
         tmp.replace(pick_file)
         return version
+
+
+def _read_pick(pick_file: Path, fresh_only: bool) -> str | None:
+    try:
+        cached = json.loads(pick_file.read_text())
+    except (OSError, ValueError):
+        return None
+    if fresh_only and time.time() - cached.get("time", 0) >= DEFAULT_PICK_MAX_AGE_S:
+        return None
+    return cached.get("version")
 
 
 def _complete_versions() -> list[str]:
@@ -313,22 +326,9 @@ def resource_path(name: str) -> Path:
     return Path(str(resources.files("pytest_kreplica") / "resources" / name))
 
 
-@contextlib.contextmanager
 def _resolve_lock():
     """Machine-wide lock around every Maven run on the cache (one resolver at a time)."""
-    root = cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(root / "resolve.lock"), timeout=LOCK_TIMEOUT_S)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise EnvironmentProblem(
-            f"another process held {root / 'resolve.lock'} for {LOCK_TIMEOUT_S:.0f} s while "
-            "resolving Kafka jars; wait for it or remove the lock if nothing runs") from None
-    try:
-        yield
-    finally:
-        lock.release()
+    return once.held(cache_dir() / "resolve.lock", "resolving Kafka jars with Maven")
 
 
 def _pom(version: str, coordinates: list[str]) -> str:
@@ -436,10 +436,12 @@ def resolve(version: str | None = None, components: tuple[str, ...] | list[str] 
     home = cache_dir() / "kafka" / version
     missing = [c for c in components if not (home / c / MARKER).exists()]
     if missing:
-        with _resolve_lock():
+        def done() -> bool:
+            return all((home / c / MARKER).exists() for c in missing)
+
+        def build() -> None:
             still = [c for c in missing if not (home / c / MARKER).exists()]
-            if still:
-                _check_version(version)
+            _check_version(version)
             for component in still:
                 try:
                     _resolve_component(version, component)
@@ -448,22 +450,34 @@ def resolve(version: str | None = None, components: tuple[str, ...] | list[str] 
                         raise InputError(f"Kafka {version} has no {component} artifacts on Maven "
                                          f"Central: {exc.summary()}") from None
                     raise _maven_problem(exc, f"Kafka {version} ({component})") from None
+
+        which = "" if missing == ["broker"] else f" ({', '.join(missing)})"
+        once.prepare(f"resolving Kafka {version}{which} from Maven Central",
+                     cache_dir() / "resolve.lock", done, build,
+                     detail=lambda: f"{sum(_jar_count(version, c) for c in missing)} jars")
     classpaths = {c: _classpath(version, c) for c in components}
     return Distribution(version=version, java=java, home=home, classpaths=classpaths)
 
 
-def archive_lock(dist: Distribution) -> FileLock:
-    """Lock held while the class-data archive of ``dist`` is being built."""
-    return FileLock(str(dist.home / "broker" / "archive.lock"), timeout=LOCK_TIMEOUT_S)
+def _jar_count(version: str, component: str) -> int:
+    marker = cache_dir() / "kafka" / version / component / MARKER
+    try:
+        return len(json.loads(marker.read_text())["jars"])
+    except (OSError, ValueError, KeyError):
+        return 0
 
 
 def run_fetch(args) -> int:
-    """``kreplica fetch [--version V]``: warm the cache for every component."""
+    """``kreplica fetch [--version V]``: warm the cache for every component, and build the
+    broker's one-time artefacts (format template, class-data archive) with a line per step."""
+    from .cluster import prepared
+
     version = getattr(args, "kafka_version", None)
     if version is None:
         version = default_version(refresh=True)
     started = time.monotonic()
     dist = resolve(version, tuple(COMPONENTS))
+    prepared.prepare_broker(dist)
     elapsed = time.monotonic() - started
     for component, cp in dist.classpaths.items():
         print(f"kafka {dist.version} {component}: {len(cp.split(':'))} jars")

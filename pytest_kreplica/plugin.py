@@ -61,6 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .failure_plugin import FailurePlugin  # nemesis, soak selection, index.html
 
     config.pluginmanager.register(FailurePlugin(config), "kreplica-failures")
+    from .firstrun import FirstRunPlugin  # one-time preparation before any case runs
+
+    config.pluginmanager.register(FirstRunPlugin(config), "kreplica-first-run")
 
 
 def _matrices(config: pytest.Config) -> list[Matrix]:

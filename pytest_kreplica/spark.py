@@ -40,7 +40,7 @@ DEFAULT_DRIVER_MEMORY = "2g"
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
-_archive_pending: tuple[Path, Path] | None = None  # (temporary dump, final archive)
+_archive_pending: tuple[Path, Path, contextlib.ExitStack] | None = None  # dump, archive, lock
 
 
 def cache_dir() -> Path:
@@ -100,10 +100,28 @@ def _driver_java_options(local: bool) -> str:
     if archive.is_file():
         return f"{base} {quiet} -XX:SharedArchiveFile={archive}"
     archive.parent.mkdir(parents=True, exist_ok=True)
+    claim = _claim_archive(archive)
+    if claim is None:  # another process is making it: run without, do not wait
+        return base
     _prune_dead_dumps(archive.parent)
     dump = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
-    _archive_pending = (dump, archive)
+    _archive_pending = (dump, archive, claim)
     return f"{base} {quiet} -XX:ArchiveClassesAtExit={dump}"
+
+
+def _claim_archive(archive: Path) -> contextlib.ExitStack | None:
+    """The archive's machine-wide lock (``once``), held until ``stop_spark`` publishes it;
+    None when another process holds it."""
+    from . import once
+
+    stack = contextlib.ExitStack()
+    if stack.enter_context(once.held(archive.with_name(archive.name + ".lock"),
+                                     "making Spark's class-data archive", blocking=False)):
+        once.say("kreplica: making Spark's class-data archive (once, written when this "
+                 "Spark session stops)")
+        return stack
+    stack.close()
+    return None
 
 
 def _prune_dead_dumps(directory: Path) -> None:
@@ -185,7 +203,9 @@ def stop_spark() -> None:
         session.stop()
         pending, _archive_pending = _archive_pending, None
         if pending is not None:
-            _finish_archive(*pending)
+            dump, archive, claim = pending
+            with claim:
+                _finish_archive(dump, archive)
 
 
 def _finish_archive(dump: Path, archive: Path) -> None:

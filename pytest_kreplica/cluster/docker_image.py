@@ -11,7 +11,8 @@ Order of preference for Kafka version V:
    ``debian:bookworm-slim`` when it can be pulled, else a ``debootstrap --variant=minbase``
    root file system loaded with ``docker import``.
 
-Builds take a file lock, so parallel pytest workers build each image once.
+Builds hold the machine-wide ``docker-images.lock`` (``once``: a waiter says who holds it),
+so parallel pytest workers build each image once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -46,7 +46,9 @@ Progress = Callable[[str], None]
 
 
 def _stderr_progress(line: str) -> None:
-    print(f"kreplica image: {line}", file=sys.stderr, flush=True)
+    from .. import once
+
+    once.say(f"kreplica image: {line}")  # stderr, or the pytest terminal under the plugin
 
 
 def engine() -> docker.DockerClient:
@@ -197,12 +199,11 @@ def ensure_layer_image(client: docker.DockerClient, base: str, tag: str, jars: I
     so the broker image and its small classpath stay as they are). Reused while it was built
     on the current ``base`` (the ``org.kreplica.base-image`` label holds the base's id);
     rebuilt under the image lock otherwise."""
-    from filelock import FileLock
-
+    from .. import once
     from ..distribution import cache_dir
 
     base_id = client.images.get(base).id
-    with FileLock(str(cache_dir() / "docker-images.lock"), timeout=1800):
+    with once.held(cache_dir() / "docker-images.lock", f"building the Docker image {tag}"):
         if _has_image(client, tag) and \
                 client.images.get(tag).labels.get(LABEL_BASE_IMAGE) == base_id:
             return tag
@@ -245,23 +246,26 @@ def ensure_image(version: str | None, client: docker.DockerClient | None = None,
     override = os.environ.get("KREPLICA_DOCKER_IMAGE")
     if override and not rebuild:
         return override
-    from filelock import FileLock
-
+    from .. import once
     from ..distribution import cache_dir
 
     client = client or engine()
     concrete, jars = kafka_classpath(version)
     local = f"{KAFKA_REPOSITORY}:{concrete}"
     official = f"{OFFICIAL_REPOSITORY}:{concrete}"
-    with FileLock(str(cache_dir() / "docker-images.lock"), timeout=1800):
+    if not rebuild and _has_image(client, local):
+        return local
+    with once.held(cache_dir() / "docker-images.lock", f"the Kafka {concrete} Docker image"):
         if not rebuild:
             if _has_image(client, local):
                 return local
             if _has_image(client, official) or _try_pull(client, official, progress):
                 return official
         started = time.monotonic()
+        once.say(f"kreplica: building the Docker image {local} (once)…")
         tag = build_kafka_image(client, concrete, jars, progress)
-        progress(f"{tag} ready in {time.monotonic() - started:.0f} s")
+        once.say(f"kreplica: building the Docker image {local} (once)… "
+                 f"{time.monotonic() - started:.0f} s")
         return tag
 
 

@@ -30,9 +30,9 @@ from .. import distribution
 from ..errors import ClusterError, NodeError
 from . import config as kconfig
 from . import ports as kports
-from . import reaper
+from . import prepared, reaper
 from .admin import POLL_S, AdminCluster, NotYet, _wait_until
-from .base import ClusterSpec, Node, NodeState, TopicSpec
+from .base import ClusterSpec, Node, NodeState
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +41,7 @@ PR_SET_PDEATHSIG = 1
 STATE_FILE = "cluster.json"
 FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
-ARCHIVE_RETRY_AFTER_S = 24 * 3600
 QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
-
-
 
 
 # -- launching ---------------------------------------------------------------------------------
@@ -171,7 +168,7 @@ class ProcessCluster(AdminCluster):
         self.kafka_version = self.dist.version
         self.timings["resolve"] = time.monotonic() - started
         if self.use_archive:
-            ensure_class_data_archive(self.dist)
+            prepared.ensure_class_data_archive(self.dist)
         self.timings["archive"] = time.monotonic() - started - self.timings["resolve"]
         t0 = time.monotonic()
         try:
@@ -239,7 +236,7 @@ class ProcessCluster(AdminCluster):
         assert self.dist is not None and self.cluster_id is not None
         if any(k.startswith("unstable.") for k, _ in self.spec.broker_config):
             return False  # unstable feature flags change what format writes
-        template = ensure_format_template(self.dist)
+        template = prepared.ensure_format_template(self.dist)
         if template is None:
             return False
         for node in self._nodes:
@@ -457,119 +454,3 @@ def stop_detached(workdir: Path | str, timeout: float = 30.0) -> list[int]:
     kports.release_ports(state.get("ports", []))
     state_path.unlink(missing_ok=True)
     return [p.pid for p in procs]
-
-
-# -- format template -----------------------------------------------------------------------
-
-def ensure_format_template(dist: distribution.Distribution, timeout: float = FORMAT_TIMEOUT_S
-                           ) -> Path | None:
-    """The ``bootstrap.checkpoint`` that ``StorageTool format`` writes for this version (the
-    feature levels; nothing node- or cluster-specific), made once under a machine-wide lock.
-    None if the tool fails (callers then format each node with the tool)."""
-    template = dist.home / "format-template" / "bootstrap.checkpoint"
-    if template.exists():
-        return template
-    try:
-        with distribution.archive_lock(dist):
-            if template.exists():
-                return template
-            work = template.parent / f"work-{os.getpid()}"
-            shutil.rmtree(work, ignore_errors=True)
-            (work / "data").mkdir(parents=True)
-            addr = kconfig.NodeAddress(1, HOST, 1, 2)
-            props = kconfig.server_properties(addr, kconfig.quorum_voters([addr]),
-                                              str(work / "data"), 1)
-            (work / "server.properties").write_text(kconfig.render_properties(props))
-            cmd = dist.command("kafka.tools.StorageTool", "format", "-t",
-                               kconfig.new_cluster_id(), "-c", str(work / "server.properties"),
-                               heap_mb=128)
-            with open(work / "format.log", "wb") as out:
-                proc = _Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL)
-            try:
-                code = proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                code = "timeout"
-            made = work / "data" / template.name
-            if code != 0 or not made.exists():
-                log.warning("format template for Kafka %s not made (exit %s); see %s",
-                            dist.version, code, work / "format.log")
-                return None
-            made.replace(template)
-            shutil.rmtree(work, ignore_errors=True)
-            return template
-    except Exception as exc:  # an optimisation only: fall back to the real tool per node
-        log.warning("format template for Kafka %s not made: %s", dist.version, exc)
-        return None
-
-
-# -- class-data archive ------------------------------------------------------------------------
-
-def ensure_class_data_archive(dist: distribution.Distribution, timeout: float = 120.0) -> bool:
-    """Build the broker class-data archive of ``dist`` once (machine-wide lock): a one-node
-    cluster runs with ``-XX:ArchiveClassesAtExit``, serves a little traffic and is stopped.
-    Any failure leaves a ``.failed`` marker and brokers simply start without an archive."""
-    archive = dist.archive_path
-    failed = archive.with_suffix(".failed")
-    if failed.exists() and time.time() - failed.stat().st_mtime > ARCHIVE_RETRY_AFTER_S:
-        failed.unlink(missing_ok=True)  # e.g. it timed out on a machine that was overloaded
-    if archive.exists() or failed.exists():
-        return archive.exists()
-    # the build starts a cluster, whose start takes the format template under the same lock:
-    # make the template first, outside the lock (flock is not re-entrant across descriptors)
-    ensure_format_template(dist)
-    try:
-        with distribution.archive_lock(dist):
-            if archive.exists() or failed.exists():
-                return archive.exists()
-            return _build_archive(dist, archive, failed, timeout)
-    except Exception as exc:  # the archive is an optimisation only
-        log.warning("class-data archive for Kafka %s not built: %s", dist.version, exc)
-        return False
-
-
-def _build_archive(dist: distribution.Distribution, archive: Path, failed: Path,
-                   timeout: float) -> bool:
-    build_dir = archive.parent / "archive-build"
-    shutil.rmtree(build_dir, ignore_errors=True)
-    partial = archive.with_name(f"classes.{os.getpid()}.jsa.tmp")
-    cluster = ProcessCluster(ClusterSpec(brokers=1, kafka_version=dist.version), build_dir,
-                             use_archive=False,
-                             extra_jvm_flags=(f"-XX:ArchiveClassesAtExit={partial}",))
-    try:
-        cluster.start(timeout=timeout)
-        cluster.create_topics([TopicSpec("kreplica-warmup", 2, 1)], timeout=30)
-        _warm_traffic(cluster.bootstrap_servers, "kreplica-warmup")
-        cluster.close(timeout=60)
-        if not partial.exists() or partial.stat().st_size == 0:
-            raise ClusterError(f"the JVM wrote no archive to {partial}")
-        partial.replace(archive)
-        shutil.rmtree(build_dir, ignore_errors=True)
-        return True
-    except Exception as exc:
-        cluster.close(timeout=10)
-        failed.write_text(f"{type(exc).__name__}: {exc}\n")
-        partial.unlink(missing_ok=True)
-        log.warning("class-data archive build failed (%s); logs in %s", exc, build_dir)
-        return False
-
-
-def _warm_traffic(bootstrap: str, topic: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
-    try:
-        for i in range(20):
-            producer.send(topic, f"warmup-{i}".encode()).get(timeout=30)
-    finally:
-        producer.close(timeout=5)
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             group_id="kreplica-warmup", consumer_timeout_ms=5000)
-    try:
-        for seen, _record in enumerate(consumer, start=1):
-            if seen >= 20:
-                break
-    finally:
-        consumer.close()

@@ -273,15 +273,31 @@ def write_report(run_dir: str | Path) -> Path:
     return _write_atomic(run_dir / REPORT_FILE, render_report(run_dir))
 
 
+def index_columns(verdicts: list[dict[str, Any]]) -> list[str]:
+    """The count columns of the index: sent, acked, the three anomalies every reader looks
+    for, and every other anomaly the checker counted in any case of the page (a reordered
+    send in an otherwise clean run shows here, not only in its verdict.json)."""
+    fixed = ["sent", "acked", "lost", "unseen", "duplicated"]
+    seen = {k for v in verdicts for k, n in (v.get("counts") or {}).items() if n}
+    return fixed + [k for k in ANOMALIES if k in seen and k not in fixed]
+
+
+def _count_class(name: str, value: Any, semantics: str | None) -> str:
+    if not value or name in ("sent", "acked"):
+        return ""
+    return " bad" if name in INVALIDATING.get(semantics or "", _ALO) else " warn"
+
+
 def write_index(root: str | Path) -> Path | None:
     """index.html in ``root`` linking every case directory below it that has a verdict."""
     root = Path(root)
     cases = sorted(p.parent for p in root.rglob("verdict.json"))
     if not cases:
         return None
+    verdicts = [read_verdict(c) or {} for c in cases]
+    columns = index_columns(verdicts)
     rows = []
-    for case_dir in cases:
-        v = read_verdict(case_dir) or {}
+    for case_dir, v in zip(cases, verdicts, strict=True):
         counts = v.get("counts") or {}
         rel = case_dir.relative_to(root).as_posix()
         report = f"{rel}/{REPORT_FILE}" if (case_dir / REPORT_FILE).exists() else (
@@ -294,15 +310,13 @@ def write_index(root: str | Path) -> Path | None:
         rows.append(
             f"<tr><td><a href='{_e(report)}'>{_e(v.get('case') or rel)}</a></td>"
             f"<td>{badge}</td><td class='nowrap'>{_e(v.get('semantics'))}</td>"
-            + "".join(f"<td class='num{' bad' if k in INVALIDATING.get(v.get('semantics'), _ALO) and counts.get(k) else ''}'>"  # noqa: E501
-                      f"{_e(counts.get(k))}</td>"
-                      for k in ("sent", "acked", "lost", "unseen", "duplicated"))
+            + "".join(f"<td class='num{_count_class(k, counts.get(k), v.get('semantics'))}'>"
+                      f"{_e(counts.get(k))}</td>" for k in columns)
             + f"<td class='num'>{_e(_round(v.get('election_max_s')))}</td>"
             f"<td class='num'>{_e(_round(v.get('duration_s'), 1))}</td></tr>")
-    failed = sum(1 for c in cases if not (read_verdict(c) or {}).get("passed"))
+    failed = sum(1 for v in verdicts if not v.get("passed"))
     head = "".join(f"<th>{h}</th>" for h in (
-        "case", "verdict", "semantics", "sent", "acked", "lost", "unseen", "duplicated",
-        "election s (max)", "duration s"))
+        "case", "verdict", "semantics", *columns, "election s (max)", "duration s"))
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>kreplica results"
            f"</title><style>{CSS}</style></head><body><h1>kreplica results</h1>"
            f"<p>{len(cases)} case(s), {failed} failed.</p>"

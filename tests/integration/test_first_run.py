@@ -1,0 +1,58 @@
+"""A first run on an empty cache: two processes prepare the same Kafka version at once (jars,
+format template, class-data archive, each under its own lock) and both finish and agree.
+
+Maven's local repository is seeded from the current cache when it has one (a copy: Maven
+writes into it), so the test exercises the locks and builds without downloading 80 MB again;
+with no warm repository it downloads from Maven Central."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pytest_kreplica import distribution
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PREPARE = textwrap.dedent("""
+    import json, sys
+    from pytest_kreplica import distribution
+    from pytest_kreplica.cluster import prepared
+    dist = distribution.resolve(sys.argv[1])
+    has_archive = prepared.prepare_broker(dist)
+    print(json.dumps({"classpath": dist.classpath, "archive": has_archive,
+                      "template": str(prepared.template_path(dist))}))
+""")
+
+
+def test_two_processes_prepare_an_empty_cache_once(tmp_path):
+    version = distribution.default_version()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    warm_m2 = distribution.cache_dir() / "m2"
+    if warm_m2.is_dir():
+        shutil.copytree(warm_m2, cache / "m2")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KREPLICA_CACHE": str(cache)}
+    procs = [subprocess.Popen([sys.executable, "-c", PREPARE, version], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    docs = [json.loads(out.strip().splitlines()[-1]) for out, _err in outs]
+    assert docs[0] == docs[1], docs
+    assert docs[0]["archive"] is True, outs
+    home = cache / "kafka" / version / "broker"
+    assert (home / "classes.jsa").stat().st_size > 0
+    assert not (home / "classes.failed").exists()
+    assert Path(docs[0]["template"]).exists()
+    err = "".join(e for _o, e in outs)
+    for step in (f"resolving Kafka {version} from Maven Central",
+                 "building the broker class-data archive (once)",
+                 f"making the Kafka {version} storage format template (once)"):
+        finished = [line for line in err.splitlines() if line.startswith(f"kreplica: {step}… ")]
+        assert len(finished) == 1, (step, err)  # done once, by one of the two
