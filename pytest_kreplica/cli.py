@@ -1,12 +1,15 @@
 """The ``kreplica`` command. Each sub-command lives in the module that owns it; this
-file only parses arguments and turns our errors into one line and exit status 2."""
+file only parses arguments and turns our errors, and any other failure to run, into one
+line and exit status 2 (1 is kept for "checked and found invalid")."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
+ENV_TRACEBACK = "KREPLICA_TRACEBACK"
 # sub-command -> "module:function"; the function takes the parsed args, returns an exit code
 COMMANDS = {
     "check": "pytest_kreplica.checker.cli:run_check",
@@ -82,6 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # exit 1 means "found invalid": a crash must not say that
+        if os.environ.get(ENV_TRACEBACK):
+            raise
+        print(f"kreplica {args.command}: could not run: {type(exc).__name__}: "
+              f"{str(exc).splitlines()[0] if str(exc) else ''} (a bug; set {ENV_TRACEBACK}=1 "
+              f"for the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

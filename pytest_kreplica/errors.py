@@ -5,6 +5,7 @@
     │   ├── MatrixError           a matrix file is malformed (names file, key, allowed values)
     │   └── HistoryError          a run directory cannot be read (names file and line)
     ├── EnvironmentProblem        the machine lacks something (Java 17+, Maven, a repository)
+    ├── CheckError                a check could not run (Spark did not start, a file vanished)
     └── ClusterError              a cluster could not start, heal or answer in time
         └── NodeError             one node misbehaved (carries its log path)
 
@@ -33,6 +34,11 @@ class HistoryError(InputError):
 
 class EnvironmentProblem(KreplicaError):
     """Something the machine must provide is missing; the message says what to install or set."""
+
+
+class CheckError(KreplicaError):
+    """A check could not run to its end (its JVM did not start, an input file vanished while
+    it was read): exit 2, never 1, which means the run was found invalid."""
 
 
 class ClusterError(KreplicaError):

@@ -228,17 +228,18 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
 def derive_semantics(params: Mapping[str, Any]) -> str:
     """The semantics a case expects when its matrix does not say: exactly-once for an
     idempotent producer with no faults, or behind an exactly-once MirrorMaker 2 (whatever
-    fails it); at-most-once where faults meet settings that lose
-    acknowledged data by design (acks 1 or 0: the leader acknowledges before any follower
-    has the record; unclean leader election: a replica outside the ISR may lead), so the
-    matrix documents the trade-off instead of failing on it; else at-least-once."""
+    fails it); else at-least-once. Never at-most-once by configuration: a case with acks 1
+    / 0 or unclean leader election under faults still expects every acknowledged record,
+    and a loss passes only when the fault evidence explains it (``tradeoffs``,
+    docs/failures.md "Loss and its evidence")."""
     if params["idempotence"] and (params["failure"] == "none"
                                   or params["mirror_semantics"] == "exactly-once"):
         return "exactly-once"
-    if params["failure"] != "none" and (params["acks"] != -1
-                                        or params["unclean_leader_election"]):
-        return "at-most-once"
     return "at-least-once"
+
+
+SCENARIOS = ("replication", "mirror", "version-compat")  # the tests that run a scenario
+_STRENGTH = {"at-most-once": 0, "at-least-once": 1, "exactly-once": 2}
 
 
 def static_markers() -> dict[str, str]:
@@ -418,8 +419,17 @@ def _finish(path: Path, matrix: str, scenario: str, extra_markers: tuple[str, ..
             varying: set[str], params: dict[str, Any]) -> Case:
     case_id = f"{matrix}-{_case_id(varying, params) or 'default'}"
     _check_case(path, case_id, params, scenario)
+    derived = derive_semantics(params)
     if params["semantics"] is None:
-        params["semantics"] = derive_semantics(params)
+        params["semantics"] = derived
+    elif _STRENGTH[params["semantics"]] < _STRENGTH[derived]:
+        raise _fail(path, f"case {case_id}.semantics",
+                    f"{params['semantics']} is weaker than the {derived} this case's settings "
+                    f"give (acks {params['acks']}, idempotence "
+                    f"{str(params['idempotence']).lower()}); allowed: "
+                    + " | ".join(k for k, v in _STRENGTH.items() if v >= _STRENGTH[derived])
+                    + " (a loss under faults passes only with its evidence: "
+                      "failures.md in the docs)")
     if params["seed"] is None:
         params["seed"] = zlib.crc32(case_id.encode())
     markers = ["kreplica", _hyphen_free(matrix), *extra_markers]
@@ -444,9 +454,9 @@ def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = Non
         if key not in TOP_LEVEL_KEYS:
             raise _fail(path, str(key), f"unknown key; allowed: {', '.join(TOP_LEVEL_KEYS)}")
     scenario = data.get("scenario", "replication")
-    if not isinstance(scenario, str) or not _NAME_RE.match(scenario):
-        raise _fail(path, "scenario", f"bad value {scenario!r}; allowed: a scenario name such "
-                                      "as replication, mirror, upgrade")
+    if not isinstance(scenario, str) or scenario not in SCENARIOS:
+        raise _fail(path, "scenario", f"unknown scenario {scenario!r} (no test runs it); "
+                                      f"allowed: {' | '.join(SCENARIOS)}")
     strategy = data.get("strategy", "product")
     if strategy not in STRATEGIES:
         raise _fail(path, "strategy", f"bad value {strategy!r}; allowed: "
@@ -499,13 +509,24 @@ def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None) -> Matrix
     """Read and expand one matrix file; every problem is one-line ``MatrixError``."""
     import yaml
 
+    from .yaml_strict import DuplicateKey, unique_key_loader
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise _fail(path, "file", f"cannot be read ({exc.strerror}); allowed: a readable "
                                   "YAML file") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise _fail(path, f"line {line}", f"not UTF-8 (byte {exc.object[exc.start]:#04x} at "
+                                          f"offset {exc.start}); allowed: a UTF-8 YAML file"
+                    ) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader
+    except DuplicateKey as exc:
+        raise _fail(path, f"line {exc.line}", f"key {exc.key!r} appears twice in one mapping "
+                                              f"(YAML would keep the last silently); allowed: "
+                                              f"each key once") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "YAML"
@@ -516,11 +537,14 @@ def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None) -> Matrix
 
 def resolve_matrices(selectors: Iterable[str], matrices_dir: Path) -> list[Path]:
     """Matrix files for ``--kreplica-matrix`` values (a name in ``matrices_dir`` or a path);
-    with no selector, every ``*.yaml`` of ``matrices_dir``, sorted by name."""
+    with no selector, every ``*.yaml`` of ``matrices_dir``, sorted by name. A missing
+    directory is an error: a run that finds no matrix must not pass by running nothing."""
     selectors = list(selectors)
     if not selectors:
         if not matrices_dir.is_dir():
-            return []
+            raise MatrixError(f"{matrices_dir}: kreplica_matrices_dir: no such directory; "
+                              f"allowed: a directory of matrix *.yaml files (ini "
+                              f"kreplica_matrices_dir, or --kreplica-matrix PATH)")
         return sorted(p for p in matrices_dir.iterdir() if p.suffix in (".yaml", ".yml"))
     paths: list[Path] = []
     for sel in selectors:

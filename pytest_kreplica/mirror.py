@@ -643,6 +643,10 @@ def run_mirror_case(case: Any, source: Any, target: Any, run_dir: Path, *,
         from .checker import check
 
         verdict = check(run_dir, case.semantics, spark_master=spark_master)
+    from .outcome import coverage_problems  # the one verdict's "checked nothing" part
+
+    if problems := coverage_problems(run_dir, dict(verdict.counts), meta):
+        extra["problems"] = problems
     logs = {f"source-{n}": str(p) for n, p in source.log_files().items()}
     logs.update({f"target-{n}": str(p) for n, p in target.log_files().items()})
     logs["mirror-maker"] = str(mm.log_file)

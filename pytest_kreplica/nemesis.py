@@ -92,6 +92,7 @@ class FaultRecord:
     node: int | str | None = None
     leader_before: int | None = None
     isr_before: list[int] = field(default_factory=list)
+    led_before: list[str] | None = None  # "topic-partition"s of the case the victim led
     strike_ns: int | None = None
     restore_ns: int | None = None
     recovered_ns: int | None = None
@@ -276,6 +277,7 @@ class Nemesis:
             rec.isr_before = sorted(state.isr)
             rec.controller_before = self.cluster.active_controller()
             rec.node = self._choose_victim(spec, state)
+            rec.led_before = self._led_by(rec.node)
             struck = True
             self._strike(spec, rec)
             if rec.node == rec.leader_before:
@@ -363,6 +365,15 @@ class Nemesis:
                              f"(replicas {list(state.replicas)}); a follower target needs "
                              f"replication_factor >= 2")
         return followers[int(spec.pick * 7919) % len(followers)]
+
+    def _led_by(self, node: int) -> list[str] | None:
+        """The case's partitions ``node`` leads now: the evidence a lost acks=1 record of
+        a partition other than the watched one is checked against (``evidence``)."""
+        try:
+            return [f"{t}-{p}" for t, p in self.partitions
+                    if self.cluster.partition_state(t, p).leader == node]
+        except Exception:  # unknown: no partition but the watched one can be excused
+            return None
 
     def _strike(self, spec: FaultSpec, rec: FaultRecord) -> None:
         method, kind = STRIKE[spec.failure]

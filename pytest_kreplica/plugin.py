@@ -75,6 +75,10 @@ def _matrices(config: pytest.Config) -> list[Matrix]:
 
         opts = config.stash[_OPTIONS]
         defaults = {"kafka_version": opts.kafka_version, "backend": opts.backend}
+        if not opts.matrices and not opts.matrices_dir.is_dir():
+            # only an error where a scenario test needs cases (pytest_generate_tests)
+            config.stash[_MATRICES] = []
+            return []
         try:
             matrices = load_all(resolve_matrices(opts.matrices, opts.matrices_dir), defaults)
         except MatrixError as exc:
@@ -97,6 +101,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None or "kreplica_case" not in metafunc.fixturenames:
         return
     scenario = marker.args[0] if marker.args else marker.kwargs.get("name", "replication")
+    opts = metafunc.config.stash[_OPTIONS]
+    if not opts.matrices and not opts.matrices_dir.is_dir():
+        from .matrix import resolve_matrices
+
+        try:
+            resolve_matrices([], opts.matrices_dir)
+        except Exception as exc:  # MatrixError: one line, no traceback, exit != 0
+            pytest.fail(str(exc), pytrace=False)
     from .pool import cluster_spec, spec_key
 
     params = []

@@ -141,14 +141,27 @@ class CaseResult:
         return [c for c in self.extra.get("checks") or [] if not c.get("ok")]
 
     @property
+    def outcome(self) -> dict[str, Any]:
+        """``outcome.decide`` over every part: the one verdict ``kreplica check`` gives too."""
+        from .outcome import decide
+
+        return decide(history=_history_dict(self.verdict), replicas=self.replica.as_dict(),
+                      checks=self.extra.get("checks"), hook_errors=self.hook_errors,
+                      tradeoff=self.extra.get("tradeoff"), problems=self.problems)
+
+    @property
     def valid(self) -> bool:
-        return (self.history_accepted and self.replica.valid and not self.hook_errors
-                and not self.failed_checks)
+        return self.outcome["passed"]
+
+    @property
+    def problems(self) -> list[str]:
+        """What the case should have checked and did not (``outcome.coverage_problems``)."""
+        return self.extra.get("problems") or []
 
     @property
     def history_accepted(self) -> bool:
-        """The checker's verdict, or an at-most-once case whose only invalidating anomaly is
-        the offset reuse its own data loss causes (``tradeoffs``; explained in verdict.json)."""
+        """The checker's verdict, or a loss the fault evidence explains (``tradeoffs``;
+        the evidence is in verdict.json and report.html)."""
         tradeoff = self.extra.get("tradeoff") or {}
         return bool(self.verdict.valid) or bool(tradeoff.get("accepted"))
 
@@ -174,6 +187,10 @@ class CaseResult:
             for name in bad:
                 rows = self.verdict.examples.get(name) or []
                 lines.append(f"  {name} e.g. {json.dumps(rows[:10], default=str)}")
+            tradeoff = self.extra.get("tradeoff")
+            if tradeoff:
+                lines.append(f"  trade-off refused: {tradeoff.get('reason')}")
+        lines.extend(f"coverage: {p}" for p in self.problems)
         if not self.replica.valid:
             lines.extend(self.replica.failure_lines(self.run_dir))
         for check in self.failed_checks:
@@ -307,14 +324,16 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
         replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
     with phases.timed("validation"):
         from .checker import check
+        from .outcome import judge_case
 
         verdict = check(run_dir, case.semantics, spark_master=spark_master)
-        if not verdict.valid:
-            from .tradeoffs import judge
-
-            tradeoff = judge(case.semantics, dict(verdict.counts), run_dir)
-            if tradeoff is not None:
-                extra["tradeoff"] = tradeoff
+        judged = judge_case(run_dir, verdict, meta=meta, replicas=replica.as_dict(),
+                            checks=extra.get("checks"), hook_errors=extra.get("hook_errors"),
+                            faults=extra.get("faults"))
+        if judged["tradeoff"] is not None:
+            extra["tradeoff"] = judged["tradeoff"]
+        if judged["problems"]:
+            extra["problems"] = judged["problems"]
     result = CaseResult(case, run_dir, verdict, replica, dict(phases),
                         {n: str(p) for n, p in cluster.log_files().items()}, extra)
     meta.update(end_time=time.time(), phases=dict(phases))
@@ -339,9 +358,7 @@ def _write_verdict_and_report(result: CaseResult) -> None:
     from .report import build_verdict, write_report, write_verdict
 
     case, verdict = result.case, result.verdict
-    history = verdict.to_dict() if hasattr(verdict, "to_dict") else {
-        "valid": bool(verdict.valid), "counts": dict(verdict.counts),
-        "examples": getattr(verdict, "examples", {})}
+    history = _history_dict(verdict)
     extra = {k: v for k, v in result.extra.items()
              if k not in ("faults", "fault_plan", "checks", "election_s", "election_max_s")}
     doc = build_verdict(
@@ -350,7 +367,7 @@ def _write_verdict_and_report(result: CaseResult) -> None:
         faults=result.extra.get("faults"), fault_plan=result.extra.get("fault_plan"),
         seed=case.seed, checks=result.extra.get("checks"),
         duration_s=round(sum(result.phases.values()), 3),
-        extra={**extra, "passed": result.valid})
+        extra={**extra, **result.outcome})
     write_verdict(result.run_dir, doc)
     try:
         write_report(result.run_dir)
@@ -358,6 +375,14 @@ def _write_verdict_and_report(result: CaseResult) -> None:
         log.warning("report.html for %s failed: %r", case.case_id, exc)
         doc["report_error"] = repr(exc)
         write_verdict(result.run_dir, doc)
+
+
+def _history_dict(verdict: Any) -> dict[str, Any]:
+    """The checker's ``Verdict.to_dict()`` (or the same keys of a stand-in)."""
+    if hasattr(verdict, "to_dict"):
+        return verdict.to_dict()
+    return {"valid": bool(verdict.valid), "semantics": getattr(verdict, "semantics", None),
+            "counts": dict(verdict.counts), "examples": getattr(verdict, "examples", {})}
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """``kreplica check RUN_DIR [--semantics S] [--json] [--spark-master URL]``.
 
-Exit 0 valid, 1 invalid; an unreadable run raises HistoryError, which the ``kreplica``
-command prints as one line with exit status 2.
+Prints the checker's verdict (HISTORY.md) and the case verdict (``outcome``): ``passed``
+and its reason, the same answer the test reached. Exit 0 passed, 1 not passed; a run that
+cannot be read or checked raises a KreplicaError, which the ``kreplica`` command prints as
+one line with exit status 2.
 """
 
 from __future__ import annotations
@@ -11,17 +13,24 @@ import sys
 
 
 def run_check(args) -> int:
+    from ..outcome import recheck
     from ..spark import stop_spark
-    from .core import check
 
     try:
-        verdict = check(args.run_dir, semantics=args.semantics,
-                        spark_master=getattr(args, "spark_master", None))
+        verdict, outcome = recheck(args.run_dir, semantics=args.semantics,
+                                   spark_master=getattr(args, "spark_master", None))
     finally:
         stop_spark()
     if args.json:
-        print(json.dumps(verdict.to_dict(), sort_keys=False))
+        doc = verdict.to_dict()
+        doc.update(passed=outcome["passed"], reason=outcome["reason"])
+        if outcome["tradeoff"] is not None:
+            doc["tradeoff"] = outcome["tradeoff"]
+        if outcome["problems"]:
+            doc["problems"] = outcome["problems"]
+        print(json.dumps(doc, sort_keys=False, default=str))
     else:
         print(verdict.summary(args.run_dir))
+        print(f"{'PASSED' if outcome['passed'] else 'NOT PASSED'}: {outcome['reason']}")
     sys.stdout.flush()
-    return 0 if verdict.valid else 1
+    return 0 if outcome["passed"] else 1

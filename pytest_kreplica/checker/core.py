@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import HistoryError, InputError, KreplicaError
+from ..errors import CheckError, HistoryError, InputError, KreplicaError
 from ..history import EVENTS, POLLS, SEMANTICS, SENDS, read_run_json
 from .tables import (
     Table,
@@ -47,6 +47,22 @@ def is_mirrored(run_dir: Path, meta: dict[str, Any]) -> bool:
     return True
 
 
+def start_spark(spark_master: str | None = None):
+    """The Spark session, or CheckError (one line naming the Spark log) when its JVM cannot
+    start: a check that could not run is exit 2, never "invalid"."""
+    from ..spark import get_spark, spark_log
+
+    try:
+        return get_spark(spark_master)
+    except KreplicaError:
+        raise
+    except Exception as exc:
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()),
+                     type(exc).__name__)
+        raise CheckError(f"Spark could not start ({type(exc).__name__}: {first[:300]}); "
+                         f"check JAVA_HOME and Java 17+ (Spark log: {spark_log()})") from None
+
+
 def check(
     run_dir: str | os.PathLike[str],
     semantics: str | None = None,
@@ -69,9 +85,7 @@ def check(
             raise HistoryError(problem)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
 
-    from ..spark import get_spark
-
-    spark = get_spark(spark_master)
+    spark = start_spark(spark_master)
     extra: dict[str, Any] = {}
     with _spark_errors(path):
         from . import rules
@@ -155,6 +169,9 @@ class _spark_errors:
     def __exit__(self, kind, exc, tb) -> bool:
         if exc is None or isinstance(exc, KreplicaError) or not isinstance(exc, Exception):
             return False
+        if isinstance(exc, OSError):  # a file of the run vanished while it was read
+            raise CheckError(f"{self.run_dir}: could not be read to the end: "
+                             f"{exc.strerror or exc} ({exc.filename or 'a file'})") from None
         try:
             from py4j.protocol import Py4JError
             from pyspark.errors import PySparkException

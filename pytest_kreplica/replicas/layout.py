@@ -106,7 +106,8 @@ def load_layout(run_dir: str | Path) -> ReplicaLayout:
                                f"which is not a directory")
         nodes[int(key)] = directory
     parts_doc = doc.get("partitions")
-    _want(isinstance(parts_doc, list), where, "partitions", "a list of objects", parts_doc)
+    _want(isinstance(parts_doc, list) and parts_doc, where, "partitions",
+          "a non-empty list of objects (a snapshot of no partition checks nothing)", parts_doc)
     partitions = []
     for i, p in enumerate(parts_doc):
         at = f"partitions[{i}]"

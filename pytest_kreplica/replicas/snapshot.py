@@ -123,11 +123,16 @@ def snapshot_replicas(cluster: Cluster, topics: list[str | TopicSpec], run_dir: 
     log_dirs = cluster.log_dirs()
     nodes = sorted({n for s in states.values() for n in s.replicas})
     partitions = []
+    not_copied = []  # named in replicas.json; an ISR one fails verify-logs (uncovered_replicas)
     for (topic, partition), state in sorted(states.items()):
         for node in state.replicas:
-            if node in log_dirs:
-                _copy_logs(Path(log_dirs[node]) / f"{topic}-{partition}",
-                           run_dir / REPLICAS_DIR / str(node) / f"{topic}-{partition}")
+            source = Path(log_dirs[node]) / f"{topic}-{partition}" if node in log_dirs else None
+            if source is None or not source.is_dir():
+                not_copied.append({"topic": topic, "partition": partition, "node": node,
+                                   "why": "no log directory known for the node"
+                                   if source is None else f"{source} does not exist"})
+                continue
+            _copy_logs(source, run_dir / REPLICAS_DIR / str(node) / f"{topic}-{partition}")
         partitions.append({"topic": topic, "partition": partition,
                            "leader": state.leader if state.leader is not None else -1,
                            "replicas": list(state.replicas), "isr": list(state.isr),
@@ -138,6 +143,8 @@ def snapshot_replicas(cluster: Cluster, topics: list[str | TopicSpec], run_dir: 
            "partitions": partitions, "at_rest": at_rest}
     if not at_rest:
         doc["not_at_rest_reason"] = last_reason
+    if not_copied:
+        doc["not_copied"] = not_copied
     tmp = run_dir / (REPLICAS_JSON + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, run_dir / REPLICAS_JSON)

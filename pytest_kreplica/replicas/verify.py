@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import CheckError
 from .batches import SegmentScanner
 from .layout import ReplicaLayout, load_layout
 
@@ -21,8 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-ANOMALIES = ("corrupt_batches", "missing_batches", "divergent_batches", "segment_mismatches")
-INVALIDATING = ANOMALIES[:3]
+ANOMALIES = ("corrupt_batches", "missing_batches", "divergent_batches", "segment_mismatches",
+             "uncovered_replicas")
+# uncovered_replicas: an ISR replica holding no copy of a non-empty committed range (no
+# partition directory, or no byte of log in it): a stricter reading of HISTORY.md, see
+# docs/verifier.md; without it such a replica is compared with nothing and passes
+INVALIDATING = ("corrupt_batches", "missing_batches", "divergent_batches",
+                "uncovered_replicas")
 KIND_OF = {"corrupt": "corrupt_batches", "missing": "missing_batches",
            "divergent": "divergent_batches"}
 EXAMPLES_PER_KIND = 5
@@ -149,12 +155,65 @@ class LogVerdict:
 def verify_logs(run_dir: str | Path, spark_master: str | None = None,
                 spark: SparkSession | None = None) -> LogVerdict:
     """Verify the replica snapshot of ``run_dir`` (raises HistoryError when unreadable)."""
+    from ..checker.core import start_spark
+
     layout = load_layout(run_dir)
     if spark is None:
-        from ..spark import get_spark
+        spark = start_spark(spark_master)
+    try:
+        uncovered = uncovered_replicas(layout)
+        verdict = _verify(spark, layout)
+    except OSError as exc:  # a segment vanished or became unreadable while it was read
+        raise CheckError(f"{run_dir}: the replica logs could not be read to the end: "
+                         f"{exc.strerror or exc} ({exc.filename or 'a segment file'})"
+                         ) from None
+    except Exception as exc:
+        failure = _spark_failure(run_dir, exc)
+        if failure is exc:
+            raise
+        raise failure from None
+    verdict.counts["uncovered_replicas"] = len(uncovered)
+    verdict.examples["uncovered_replicas"] = uncovered[:EXAMPLES_PER_KIND]
+    verdict.valid = not any(verdict.counts[k] for k in INVALIDATING)
+    return verdict
 
-        spark = get_spark(spark_master)
-    return _verify(spark, layout)
+
+def uncovered_replicas(layout: ReplicaLayout) -> list[dict[str, Any]]:
+    """ISR replicas (every replica when the ISR is empty) of a partition whose high
+    watermark is above 0 that hold no byte of log: nothing of theirs could be compared."""
+    out = []
+    for p in layout.partitions:
+        if p.high_watermark <= 0:
+            continue
+        for node in p.isr or p.replicas:
+            directory = layout.partition_dir(node, p.topic, p.partition)
+            if not directory.is_dir():
+                problem = "no partition directory in the snapshot"
+            elif not any(f.stat().st_size for f in directory.glob("*.log")):
+                problem = "no record batch in the snapshot"
+            else:
+                continue
+            out.append({"topic": p.topic, "partition": p.partition, "node": node,
+                        "high_watermark": p.high_watermark, "problem": problem})
+    return out
+
+
+def _spark_failure(run_dir: str | Path, exc: Exception) -> Exception:
+    """A Spark task that failed (a file vanishing under a worker, a dying JVM): CheckError
+    with its first line; anything else is a bug and goes up unchanged."""
+    try:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+    except ImportError:  # pragma: no cover
+        return exc
+    if not isinstance(exc, PySparkException | Py4JError):
+        return exc
+    text = str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    cause = next((ln for ln in lines if "Error:" in ln and "Traceback" not in ln),
+                 lines[0] if lines else type(exc).__name__)
+    return CheckError(f"{run_dir}: the replica logs could not be verified on Spark: "
+                      f"{cause[:300]}")
 
 
 def plan_tasks(files: list[dict[str, Any]], parallelism: int,

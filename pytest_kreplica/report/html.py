@@ -141,6 +141,21 @@ def render_report(run_dir: str | Path) -> str:
         cls = "warn" if tradeoff.get("accepted") else "bad"
         head = "Accepted trade-off" if tradeoff.get("accepted") else "Not a trade-off"
         parts.append(f"<p class='{cls}'>{head}: {_e(tradeoff.get('reason'))}.</p>")
+        evidence = tradeoff.get("evidence") or []
+        if evidence:
+            parts.append("<h2>Loss evidence</h2><p class='muted'>The recorded faults that "
+                         "explain each lost acknowledged record (docs: failures.md, "
+                         "\"Loss and its evidence\").</p>")
+            parts.append(_table([{
+                "fault": f"#{e.get('fault')} {e.get('failure')} {e.get('target')}",
+                "event": e.get("kind"), "partition": f"{e.get('topic')}-{e.get('partition')}",
+                "leader": f"{e.get('leader_before')} -> {e.get('new_leader')}",
+                "isr before": e.get("isr_before"), "records excused": e.get("excused"),
+                "why": e.get("why")} for e in evidence]))
+        for line in tradeoff.get("refused") or []:
+            parts.append(f"<p class='bad'>Refused: {_e(line)}</p>")
+    if passed is False and verdict.get("reason"):
+        parts.append(f"<p class='bad'>Not passed: {_e(verdict['reason'])}</p>")
     checks = verdict.get("checks") or []
     if checks:
         parts.append("<h2>Scenario checks</h2>")

@@ -41,6 +41,7 @@ def rebuild(run_dir: Path, semantics: str | None = None,
     """Check ``run_dir``'s history and write its verdict.json and report.html."""
     from ..checker import check
     from ..history import read_run_json
+    from ..outcome import judge_case
     from .html import write_report
 
     verdict = check(run_dir, semantics=semantics, spark_master=spark_master)
@@ -51,9 +52,16 @@ def rebuild(run_dir: Path, semantics: str | None = None,
     phases = {k: v for k, v in (previous.get("phases") or {}).items()
               if not k.startswith("fault ")}  # build_verdict adds them again from faults
     known = {"format", "case", "passed", "semantics", "valid", "counts", "examples",
-             "election_s", "election_max_s", "phases", "report_error", "rebuilt", *_KEPT}
+             "election_s", "election_max_s", "phases", "report_error", "rebuilt",
+             "reason", "tradeoff", "problems", *_KEPT}
     extra = {k: v for k, v in previous.items() if k not in known}
     extra["rebuilt"] = {"by": "kreplica report", "time": time.time()}
+    # the case's one verdict (outcome.judge_case, as run_case and kreplica check reach it)
+    judged = judge_case(run_dir, verdict, meta=meta, replicas=kept["replicas"],
+                        checks=kept["checks"], hook_errors=previous.get("hook_errors"),
+                        faults=kept["faults"])
+    extra.update(passed=judged["passed"], reason=judged["reason"])
+    extra.update({k: judged[k] for k in ("tradeoff", "problems") if judged[k]})
     doc = build_verdict(
         case_id=previous.get("case") or meta.get("case") or meta.get("case_id") or run_dir.name,
         parameters=kept["parameters"] or meta.get("parameters") or {},
@@ -61,8 +69,6 @@ def rebuild(run_dir: Path, semantics: str | None = None,
         replicas=kept["replicas"], phases=phases, faults=kept["faults"],
         fault_plan=kept["fault_plan"], seed=kept["seed"], checks=kept["checks"],
         duration_s=kept["duration_s"], extra=extra)
-    if previous.get("passed") is not None and previous.get("valid") == doc["valid"]:
-        doc["passed"] = previous["passed"]  # e.g. an accepted trade-off the run judged
     write_verdict(run_dir, doc)
     try:
         write_report(run_dir)

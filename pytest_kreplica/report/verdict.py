@@ -34,17 +34,19 @@ def build_verdict(*, case_id: str, parameters: dict[str, Any], semantics: str,
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The verdict document. ``history`` is the checker's ``Verdict.to_dict()``, ``replicas``
     the replica check's; ``checks`` are scenario checks ({name, ok, detail}) such as C.2's
-    bounded election. ``passed`` is true when every part that ran says so."""
+    bounded election. ``passed`` / ``reason`` come from ``outcome.decide`` (the case's one
+    verdict); a caller that judged more (trade-off, coverage) passes them in ``extra``."""
+    from ..outcome import decide
+
     faults = faults or []
     elections = [f["election_s"] for f in faults if f.get("election_s") is not None]
     checks = checks or []
-    parts = [history.get("valid") if history else None,
-             replicas.get("valid") if replicas else None,
-             *(c["ok"] for c in checks)]
+    decided = decide(history=history, replicas=replicas, checks=checks)
     doc = {
         "format": FORMAT,
         "case": case_id,
-        "passed": all(p is not False for p in parts) and history is not None,
+        "passed": decided["passed"],
+        "reason": decided["reason"],
         "semantics": semantics,
         "valid": history.get("valid") if history else None,
         "counts": dict(history.get("counts", {})) if history else {},

@@ -118,3 +118,23 @@ def test_run_without_history_still_renders(tmp_path):
     (d / "run.json").write_text(json.dumps({"case": "crashed"}))
     write_report(d)
     assert "NOT CHECKED" in (d / "report.html").read_text()
+
+
+def test_accepted_loss_shows_its_evidence(tmp_path):
+    d = tmp_path / "leader-failure-acks1"
+    make_run(d)
+    tradeoff = {"accepted": True, "reason": "1 acknowledged record(s) lost, ...",
+                "evidence": [{"fault": 1, "failure": "hard", "target": "leader", "node": 1,
+                              "kind": "leader change with acks 1", "topic": "t",
+                              "partition": 0, "leader_before": 1, "new_leader": 2,
+                              "isr_before": [1, 2, 3], "excused": 5,
+                              "why": "hard failure of node 1, leader of t-0, with acks=1"}]}
+    doc = build_verdict(case_id="c", parameters={"acks": 1}, semantics="at-least-once",
+                        history={"valid": False, "counts": {"lost": 5}}, faults=[FAULT],
+                        extra={"tradeoff": tradeoff, "passed": True,
+                               "reason": "accepted trade-off: 1 acknowledged ..."})
+    write_verdict(d, doc)
+    page = write_report(d).read_text()
+    assert "Accepted trade-off" in page and "Loss evidence" in page
+    assert "<td>leader change with acks 1</td>" in page and "<td>1 -&gt; 2</td>" in page
+    assert "hard failure of node 1, leader of t-0, with acks=1" in page

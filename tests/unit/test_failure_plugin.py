@@ -61,7 +61,7 @@ def test_failure_cases_get_a_nemesis_and_their_semantics(project):
     out = project.runpytest("-q", "-s", "-m", "fail").stdout.str()
     assert "HOOKS fail-acks-1-nofail at-least-once [] keep=0" in out
     assert "HOOKS fail-acks-1-hard at-least-once ['nemesis(hard leader)'] keep=1" in out
-    assert "HOOKS fail-acks1-hard at-most-once ['nemesis(hard leader)'] keep=1" in out
+    assert "HOOKS fail-acks1-hard at-least-once ['nemesis(hard leader)'] keep=1" in out
 
 
 def test_ci_subset_of_a_failure_matrix(project):

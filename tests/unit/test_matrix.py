@@ -216,7 +216,7 @@ def test_shipped_matrices_load():
     ("dimensions: {idempotence: [true], acks: [1]}\n",
      "m.yaml: case m-default.idempotence: true needs acks -1 (all), got acks 1"),
     ("strategy: random\n", "m.yaml: strategy: bad value 'random'; allowed: product | pairwise"),
-    ("scenario: Replication!\n", "m.yaml: scenario: bad value 'Replication!'"),
+    ("scenario: Replication!\n", "m.yaml: scenario: unknown scenario 'Replication!'"),
     ("markers: [ci, 'not ok']\n", "m.yaml: markers: bad value"),
     ("exclude: [{colour: red}]\n", "m.yaml: exclude[0].colour: unknown dimension"),
     ("include: [{acks: 7}]\n", "m.yaml: include[0].acks: bad value 7; allowed: -1 | all"),
@@ -225,6 +225,16 @@ def test_shipped_matrices_load():
      "m.yaml: exclude: excludes every case; allowed: at least one case left"),
     ("- just\n- a list\n", "m.yaml: top level: must be a mapping; allowed keys: description"),
     ("dimensions: {partitions: [1, 2\n", "m.yaml: line 2: YAML syntax error:"),
+    # issue 12 item 4: input that changed a case's meaning without a word
+    ("dimensions:\n  acks: [1]\n  partitions: [1]\n  acks: [-1]\n",
+     "m.yaml: line 4: key 'acks' appears twice in one mapping"),
+    ("include:\n  - {failure: hard, failure: none}\n",
+     "m.yaml: line 2: key 'failure' appears twice"),
+    ("dimensions: {acks: [-1], failure: [hard], semantics: [at-most-once]}\n",
+     "m.yaml: case m-default.semantics: at-most-once is weaker than the at-least-once"),
+    ("dimensions: {idempotence: [true], semantics: [at-least-once]}\n",
+     "m.yaml: case m-default.semantics: at-least-once is weaker than the exactly-once"),
+    ("scenario: upgrade\n", "m.yaml: scenario: unknown scenario 'upgrade' (no test runs it)"),
 ])
 def test_errors_are_one_line_naming_file_key_and_allowed(tmp_path, text, expected):
     path = write(tmp_path, text)
@@ -234,6 +244,20 @@ def test_errors_are_one_line_naming_file_key_and_allowed(tmp_path, text, expecte
     assert "\n" not in message
     assert message.startswith(str(tmp_path / expected.split(": ", 1)[0]) + ": ")
     assert message.split("/")[-1].startswith(expected), message
+
+
+def test_non_utf8_matrix_is_one_line(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_bytes(b"description: caf\xe9\n")
+    with pytest.raises(MatrixError) as info:
+        load_matrix(path)
+    assert str(info.value) == (f"{path}: line 1: not UTF-8 (byte 0xe9 at offset 16); "
+                               "allowed: a UTF-8 YAML file")
+
+
+def test_missing_matrices_dir_is_an_error(tmp_path):
+    with pytest.raises(MatrixError, match="kreplica_matrices_dir: no such directory"):
+        resolve_matrices([], tmp_path / "nowhere")
 
 
 def test_selectors_resolve_names_and_paths(tmp_path, monkeypatch):

@@ -86,6 +86,9 @@ def test_matrix_selection_by_name_and_path(project):
     ("dimensions: {replication_factor: [4], brokers: [3]}\n",
      "bad.yaml: case bad-default.replication_factor: 4 is above brokers 3"),
     ("dimensions: [oops\n", "bad.yaml: line 2: YAML syntax error"),
+    ("dimensions: {acks: [1]}\ndimensions: {acks: [-1]}\n",
+     "bad.yaml: line 2: key 'dimensions' appears twice"),
+    ("scenario: replicaton\n", "bad.yaml: scenario: unknown scenario 'replicaton'"),
 ])
 def test_malformed_matrix_stops_collection_with_one_line(project, matrix_text, expected):
     (project.path / "matrices" / "bad.yaml").write_text(matrix_text)
@@ -106,6 +109,16 @@ def test_malformed_matrix_under_xdist_is_one_line_too(project):
         f"ERROR: {project.path / 'matrices' / 'bad.yaml'}: dimensions.acks: bad value 2; "
         "allowed: -1 | all | 1 | 0"]
     assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_missing_matrices_dir_fails_instead_of_skipping(project):
+    (project.path / "matrices" / "mini.yaml").unlink()
+    (project.path / "matrices").rmdir()
+    result = project.runpytest("-q")
+    assert result.ret != 0
+    out = result.stdout.str()
+    assert f"{project.path / 'matrices'}: kreplica_matrices_dir: no such directory" in out
+    assert "Traceback" not in out and "1 passed" not in out
 
 
 def test_unknown_matrix_name_is_one_line(project):

@@ -1,44 +1,161 @@
-"""The at-most-once trade-off: offsets reused after a lost acknowledged record are accepted
-only when the loss explains every one of them."""
+"""The loss trade-off: a lost acknowledged record (and the offset a new leader reused) is
+accepted only when no consumer read it, no replica holds it and a recorded fault explains
+it (an election from outside the ISR, or a leader change under acks 1/0)."""
 
 from __future__ import annotations
 
+import json
+
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.tradeoffs import judge, offset_reuse
+from pytest_kreplica.replicas.synth import build_batch, message_values, write_partition
+from pytest_kreplica.tradeoffs import judge
+
+STRIKE_NS = 50
 
 
-def _run(tmp_path, extra_polls=()):
-    with RunWriter(tmp_path) as w:
-        for i in range(6):
-            w.send(0, "t", 0, f"m{i}", i, "ok", i, i + 1)
-        # m3 was acknowledged at offset 3 by a leader that died; the new leader wrote m4 there
-        w.send(0, "t", 0, "m4b", 3, "ok", 10, 11)
-        for i, mid in enumerate(["m0", "m1", "m2", "m4b", "m4", "m5"]):
-            w.poll(1, i, "t", 0, i if mid != "m4b" else 3, mid, 20 + i)
-        for poll in extra_polls:
-            w.poll(*poll)
-    return tmp_path
+def leader_kill(elected_from_isr=True):
+    """Node 1 led t-0 with ISR [1, 2, 3] and was killed at STRIKE_NS; node 2 led after."""
+    return [{"index": 1, "failure": "hard", "target": "leader", "topic": "t", "partition": 0,
+             "node": 1, "leader_before": 1, "isr_before": [1, 2, 3], "led_before": ["t-0"],
+             "strike_ns": STRIKE_NS, "restore_ns": 500, "new_leader": 2,
+             "election_s": 0.0000001, "elected_from_isr": elected_from_isr}]
 
 
-def test_offset_reuse_by_a_lost_record_is_explained(tmp_path):
-    run = _run(tmp_path)
-    reuse = offset_reuse(run)
-    assert reuse["inconsistent_offsets"] == 1 and reuse["explained_by_loss"] == 1
-    verdict = judge("at-most-once", {"lost": 1, "inconsistent_offsets": 1}, run)
-    assert verdict["accepted"] is True and "1 lost" in verdict["reason"]
+def snapshot(run, ids, hw=None):
+    write_partition(run / "replicas" / "2" / "t-0",
+                    [build_batch(0, message_values(ids))], per_segment=1)
+    (run / "replicas.json").write_text(json.dumps({
+        "nodes": {"2": "replicas/2"},
+        "partitions": [{"topic": "t", "partition": 0, "leader": 2, "replicas": [2],
+                        "isr": [2], "high_watermark": len(ids) if hw is None else hw}],
+        "at_rest": True}))
 
 
-def test_readers_that_disagree_are_never_a_tradeoff(tmp_path):
-    run = _run(tmp_path, extra_polls=[(2, 0, "t", 0, 3, "m3", 30)])  # another reader saw m3
-    reuse = offset_reuse(run)
-    assert reuse["unexplained"] == 1
-    assert reuse["unexplained_examples"][0]["polled"] == ["m3", "m4b"]
-    assert judge("at-most-once", {"inconsistent_offsets": 1}, run)["accepted"] is False
+def lost_m3(run, log=("m0", "m1", "m2", "m4", "m5")):
+    """m0..m3 acknowledged by node 1 at 0..3 before the strike; node 2 never had m3 and
+    wrote m4, m5 at 3, 4; a consumer read 0, 1, 2, then m4 and m5."""
+    with RunWriter(run) as w:
+        for i in range(4):
+            w.send(0, "t", 0, f"m{i}", i, "ok", 10 + i, 11 + i)
+        w.send(0, "t", 0, "m4", 3, "ok", 100, 101)
+        w.send(0, "t", 0, "m5", 4, "ok", 102, 103)
+        for i, (offset, mid) in enumerate([(0, "m0"), (1, "m1"), (2, "m2"), (3, "m4"),
+                                           (4, "m5")]):
+            w.poll(1, i, "t", 0, offset, mid, 200 + i)
+    if log is not None:
+        snapshot(run, list(log))
+    return run
 
 
-def test_other_anomalies_or_semantics_are_not_a_tradeoff(tmp_path):
-    run = _run(tmp_path)
-    assert judge("at-most-once", {"inconsistent_offsets": 1, "duplicated": 2},
-                 run)["accepted"] is False
-    assert judge("at-least-once", {"inconsistent_offsets": 1, "lost": 1}, run) is None
-    assert judge("at-most-once", {"lost": 3}, run) is None  # valid already
+COUNTS = {"lost": 1, "inconsistent_offsets": 1, "sent": 6, "acked": 6, "polled": 5}
+
+
+def test_acks1_loss_with_a_leader_change_is_accepted_with_its_evidence(tmp_path):
+    run = lost_m3(tmp_path)
+    t = judge("at-least-once", COUNTS, run, leader_kill(), {"acks": 1})
+    assert t["accepted"] is True, t["reason"]
+    assert t["excused"] == 1 and t["explained_by_loss"] == 1
+    [ev] = t["evidence"]
+    assert ev["fault"] == 1 and ev["node"] == 1 and ev["new_leader"] == 2
+    assert "acks=1" in ev["why"] and "fault #1" in t["reason"]
+
+
+def test_the_same_loss_under_acks_all_needs_an_unclean_election(tmp_path):
+    run = lost_m3(tmp_path)
+    refused = judge("at-least-once", COUNTS, run, leader_kill(), {"acks": -1})
+    assert refused["accepted"] is False
+    assert "no fault explains its loss" in refused["reason"]
+    unclean = judge("at-least-once", COUNTS, run, leader_kill(elected_from_isr=False),
+                    {"acks": -1, "unclean_leader_election": True})
+    assert unclean["accepted"] is True
+    assert unclean["evidence"][0]["kind"] == "election from outside the ISR"
+
+
+def test_loss_without_any_fault_is_refused(tmp_path):
+    run = lost_m3(tmp_path)
+    assert judge("at-least-once", COUNTS, run, [], {"acks": 1})["accepted"] is False
+
+
+def test_a_follower_failure_explains_nothing(tmp_path):
+    run = lost_m3(tmp_path)
+    follower = [{**leader_kill()[0], "target": "follower", "node": 3, "led_before": [],
+                 "new_leader": None, "election_s": None, "elected_from_isr": None}]
+    t = judge("at-least-once", COUNTS, run, follower, {"acks": 1})
+    assert t["accepted"] is False and t["evidence"] == []
+
+
+def test_records_sent_after_the_new_leader_took_over_are_not_excused(tmp_path):
+    run = lost_m3(tmp_path)
+    early = leader_kill()
+    early[0].update(strike_ns=5, election_s=0.0)  # a new leader before m3 (13) was sent
+    assert judge("at-least-once", COUNTS, run, early, {"acks": 1})["accepted"] is False
+
+
+def test_a_lost_record_a_replica_still_holds_is_a_consumer_bug(tmp_path):
+    run = lost_m3(tmp_path, log=("m0", "m1", "m2", "m3", "m4", "m5"))
+    t = judge("at-least-once", COUNTS, run, leader_kill(), {"acks": 1})
+    assert t["accepted"] is False and "is in a replica's log" in t["reason"]
+
+
+def test_without_a_replica_snapshot_nothing_is_accepted(tmp_path):
+    run = lost_m3(tmp_path, log=None)
+    t = judge("at-least-once", COUNTS, run, leader_kill(), {"acks": 1})
+    assert t["accepted"] is False and "replicas.json" in t["reason"]
+
+
+def read_then_replaced(run, log):
+    """Issue 12 item 1: a consumer read m3 at offset 3; later m6 is acknowledged at offset
+    3 and never read."""
+    with RunWriter(run) as w:
+        for i in range(4):
+            w.send(0, "t", 0, f"m{i}", i, "ok", 10 + i, 11 + i)
+            w.poll(1, i, "t", 0, i, f"m{i}", 20 + i)
+        w.send(0, "t", 0, "m6", 3, "ok", 30, 31)
+    snapshot(run, list(log))
+    return run
+
+
+def test_a_read_record_that_disappears_is_never_a_tradeoff(tmp_path):
+    counts = {"unseen": 1, "inconsistent_offsets": 1, "sent": 5, "acked": 5, "polled": 4}
+    gone = read_then_replaced(tmp_path / "a", ["m0", "m1", "m2", "m6"])
+    t = judge("at-least-once", counts, gone, leader_kill(), {"acks": 1})
+    assert t["accepted"] is False
+    assert any("m6" in r and "replica's log" in r for r in t["refused"])
+    assert any("m3 was read there and is in no replica's log" in r for r in t["refused"])
+    # the pre-issue-12 case: at-most-once, the checker counting only the offset
+    t = judge("at-most-once", counts, gone, leader_kill(), {"acks": 1})
+    assert t["accepted"] is False
+
+
+def test_other_anomalies_and_exactly_once_are_not_a_tradeoff(tmp_path):
+    run = lost_m3(tmp_path)
+    t = judge("at-least-once", {**COUNTS, "duplicated": 2, "poll_skips": 1}, run,
+              leader_kill(), {"acks": 1})
+    assert t["accepted"] is False and "poll_skips" in t["reason"]
+    assert judge("exactly-once", COUNTS, run, leader_kill(), {"acks": 1}) is None
+    assert judge("at-least-once", {"sent": 3, "acked": 3}, run) is None  # valid already
+
+
+def test_a_cut_off_leader_excuses_until_every_replica_is_back_in_sync(tmp_path):
+    """Measured on docker: a cut-off acks=1 leader kept acknowledging alone through the cut
+    and for 1.7 s after the heal, until it rejoined as a follower."""
+    cut = [{**leader_kill()[0], "failure": "partition", "strike_ns": 1, "election_s": 1e-9,
+            "restore_ns": 12, "recovered_ns": 14}]  # m3 was sent at 13: after the heal
+    run = lost_m3(tmp_path / "a")
+    assert judge("at-least-once", COUNTS, run, cut, {"acks": 1})["accepted"] is True
+    cut[0]["recovered_ns"] = 12  # back in sync before m3 was sent
+    run = lost_m3(tmp_path / "b")
+    assert judge("at-least-once", COUNTS, run, cut, {"acks": 1})["accepted"] is False
+
+
+def test_a_failed_follower_that_led_another_partition_explains_loss_there(tmp_path):
+    """follower-failure p5 acks=1 (measured: 234 lost on partitions 2 and 3, which the
+    failed follower of partition 0 led): the evidence names the victim as their leader."""
+    run = lost_m3(tmp_path)
+    follower = [{**leader_kill()[0], "target": "follower", "partition": 5, "node": 1,
+                 "leader_before": 2, "led_before": ["t-0"], "new_leader": None,
+                 "election_s": None, "elected_from_isr": None}]
+    t = judge("at-least-once", COUNTS, run, follower, {"acks": 1})
+    assert t["accepted"] is True
+    [ev] = t["evidence"]
+    assert (ev["partition"], ev["leader_before"], ev["new_leader"]) == (0, 1, None)
