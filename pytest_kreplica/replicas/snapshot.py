@@ -45,11 +45,28 @@ def _partitions_of(cluster: Cluster, topics: list[str | TopicSpec], timeout: flo
     return [(name, p) for name in names for p in range(known[name])]
 
 
+# A cluster object with only the one-partition methods (a test double) is asked partition by
+# partition; the admin backends answer each question for all partitions at once.
+def _states(cluster: Cluster, parts: list[tuple[str, int]]
+            ) -> dict[tuple[str, int], PartitionState]:
+    if not hasattr(cluster, "partition_states"):
+        return {part: cluster.partition_state(*part) for part in parts}
+    states = cluster.partition_states(sorted({t for t, _ in parts}))
+    return {part: states[part] for part in parts if part in states}
+
+
+def _high_watermarks(cluster: Cluster, parts: list[tuple[str, int]], timeout: float
+                     ) -> dict[tuple[str, int], int]:
+    if not hasattr(cluster, "high_watermarks"):
+        return {part: cluster.high_watermark(*part, timeout) for part in parts}
+    return cluster.high_watermarks(parts, timeout)
+
+
 def _check_at_rest(cluster: Cluster, parts: list[tuple[str, int]]
                    ) -> dict[tuple[str, int], PartitionState]:
     """The partitions' states when every one has a leader, a full ISR and the leader's log
     end offset on every replica (one Metadata request, one ListOffsets per broker)."""
-    states = cluster.partition_states(sorted({t for t, _ in parts}))
+    states = _states(cluster, parts)
     missing = [f"{t}-{p}" for t, p in parts if (t, p) not in states]
     if missing:
         raise NotAtRest(f"{missing} not in the cluster's metadata")
@@ -60,7 +77,9 @@ def _check_at_rest(cluster: Cluster, parts: list[tuple[str, int]]
         if not state.isr_full:
             raise NotAtRest(f"{topic}-{partition}: ISR {list(state.isr)} of replicas "
                             f"{list(state.replicas)}")
-    ends = cluster.replica_log_end_offsets(states)
+    ends = (cluster.replica_log_end_offsets(states)
+            if hasattr(cluster, "replica_log_end_offsets")
+            else {part: cluster.log_end_offsets(*part) for part in states})
     for (topic, partition), leos in sorted(ends.items()):
         state = states[(topic, partition)]
         leader_leo = leos.get(state.leader)
@@ -113,12 +132,11 @@ def snapshot_replicas(cluster: Cluster, topics: list[str | TopicSpec], run_dir: 
     except RetryError:
         at_rest = False
     try:
-        hws = cluster.high_watermarks(parts, max(5.0, timeout / 4))
+        hws = _high_watermarks(cluster, parts, max(5.0, timeout / 4))
     except ClusterError as exc:
         raise ClusterError(f"cannot read the high watermarks of {parts}: {exc}") from exc
     if not at_rest:  # the states as they are now, for replicas.json
-        all_states = cluster.partition_states(sorted({t for t, _ in parts}), timeout / 4)
-        states = {part: all_states[part] for part in parts if part in all_states}
+        states = _states(cluster, parts)
 
     log_dirs = cluster.log_dirs()
     nodes = sorted({n for s in states.values() for n in s.replicas})
