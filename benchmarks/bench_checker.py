@@ -1,6 +1,8 @@
 """Benchmark: `kreplica check` (Spark) beside the plain-Python baseline on the same files.
 
-Generates clean histories of N sends + N polls (JSON Lines and Parquet), then times each
+Generates clean histories of N sends + N polls (JSON Lines and Parquet; with --planted also
+a copy holding one lost, one duplicated id and one poll skip, which makes the checker run its
+examples query and is the run a user waits for), then times each
 checker as a user runs it (a fresh process each time, JVM start included), alternating them
 so machine noise hits all alike; reports medians, the Spark / baseline ratio and the peak
 resident memory of each process tree (JVM included). A script, not a timed test:
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -140,6 +143,57 @@ def generate_parquet(run_dir: Path, n: int) -> None:
         os.replace(out / f"{name}.parquet.tmp", out / f"{name}.parquet")
 
 
+# what plant() makes the checker find: one lost id (its only poll row dropped, which is
+# also a skip of that consumer), one duplicated id (read again at a new offset by a second
+# consumer) and one poll skip on its own (a record the first consumer jumps over that a
+# third consumer reads)
+PLANTED = {"lost": 1, "duplicated": 1, "poll_skips": 2}
+
+
+def plant(clean: Path, planted: Path, n: int) -> None:
+    """A copy of the JSON Lines history of ``clean`` with the PLANTED anomalies, in JSON
+    Lines and in Parquet (``planted/jsonl``, ``planted/parquet``)."""
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    jsonl = planted / "jsonl"
+    jsonl.mkdir(parents=True, exist_ok=True)
+    per_p0 = (n + PARTITIONS - 1) // PARTITIONS  # partition 0 holds offsets 0..per_p0-1
+    lost_at, skip_at, dup_at = per_p0 // 2, per_p0 // 2 + 10, per_p0 // 3
+    skipped = duplicated = None
+    with open(clean / "polls.jsonl") as src, open(jsonl / "polls.jsonl", "w") as out:
+        for line in src:
+            row = json.loads(line) if line.startswith('{"process":100,') else None
+            if row is not None and row["partition"] == 0:
+                if row["offset"] == lost_at:
+                    continue
+                if row["offset"] == skip_at:
+                    skipped = row
+                    continue
+                if row["offset"] == dup_at:
+                    duplicated = row
+            out.write(line)
+        assert skipped and duplicated, "partition 0 too short to plant into"
+        t = 10**13
+        out.write(json.dumps({**skipped, "process": 102 + CONSUMERS, "poll": 0,
+                              "time_ns": t, "index": 0}) + "\n")
+        out.write(json.dumps({**duplicated, "process": 101 + CONSUMERS, "poll": 0,
+                              "offset": per_p0, "time_ns": t + 1, "index": 0}) + "\n")
+    with open(clean / "events.jsonl") as src, open(jsonl / "events.jsonl", "w") as out:
+        out.write(src.read())
+        for process in (101 + CONSUMERS, 102 + CONSUMERS):
+            out.write(json.dumps({"time_ns": 10**12 - 10, "kind": "assign",
+                                  "process": process, "node": None, "role": None,
+                                  "detail": None}) + "\n")
+    for name in ("sends.jsonl", "run.json"):
+        (jsonl / name).write_bytes((clean / name).read_bytes())
+    parquet = planted / "parquet"
+    parquet.mkdir(parents=True, exist_ok=True)
+    (parquet / "run.json").write_bytes((clean / "run.json").read_bytes())
+    for name in ("sends", "polls", "events"):
+        pq.write_table(pj.read_json(jsonl / f"{name}.jsonl"), parquet / f"{name}.parquet")
+
+
 def run_measured(cmd: list[str], env: dict[str, str],
                  cap_mib: float | None = None) -> tuple[float, float, str | None]:
     """Wall time, peak RSS of the whole process tree (MiB), stdout; stdout is None when the
@@ -201,6 +255,9 @@ def main() -> int:
     parser.add_argument("--warm", action="store_true",
                         help="also time a second check in a process whose Spark session has "
                              "already checked once (how the pytest plugin runs case after case)")
+    parser.add_argument("--planted", action="store_true",
+                        help="also time a copy of each history with planted anomalies "
+                             f"({', '.join(f'{v} {k}' for k, v in PLANTED.items())})")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
     parser.add_argument("--driver-memory", default="2g",
                         help="spark.driver.memory of the local Spark checker (default 2g)")
@@ -222,42 +279,48 @@ def main() -> int:
                 make(base, n)
                 print(f"generated {n}+{n} {fmt} in {time.perf_counter() - t:.1f} s: {base}",
                       flush=True)
+        if args.planted and not (base / "planted" / "parquet" / "polls.parquet").exists():
+            if not (base / "jsonl" / "polls.jsonl").exists():
+                generate(base, n)
+            plant(base / "jsonl", base / "planted", n)
+        variants = [("", base)] + ([("planted-", base / "planted")] if args.planted else [])
         times: dict[str, list[float]] = {}
         peaks: dict[str, float] = {}
         capped: dict[str, float] = {}
-        for rep in range(args.repeat):
-            for fmt in formats:
-                run_dir = str(base / fmt)
-                jobs = [(f"spark-{fmt}", [sys.executable, "-m", "pytest_kreplica.cli", "check",
-                                          run_dir, "--json"])]
-                if args.warm:
-                    jobs.append((f"spark-warm-{fmt}", [sys.executable, "-c", WARM, run_dir]))
-                if not args.no_baseline:
-                    jobs.append((f"python-{fmt}", [sys.executable, "-c", BASELINE, run_dir]))
-                for label, cmd in (jobs if rep % 2 == 0 else jobs[::-1]):
-                    if label in capped:
-                        continue  # it ran out of memory once: it will again
-                    cap = args.baseline_cap_gib * 1024 if label.startswith("python") else None
-                    elapsed, peak, out = run_measured(cmd, env, cap)
-                    if out is None:
-                        capped[label] = elapsed
-                        peaks[label] = peak
-                        print(f"  n={n} {label:<16} run {rep + 1}: stopped past "
-                              f"{args.baseline_cap_gib:g} GiB after {elapsed:.0f} s "
-                              "(out of memory for this machine)", flush=True)
-                        continue
-                    counts = json.loads(out)
-                    elapsed = counts.get("seconds", elapsed)  # warm: the second check only
-                    counts = counts.get("counts", counts)
-                    assert counts["acked"] == n and counts["polled"] == n, counts
-                    found = {a: counts[a] for a in ANOMALIES if counts.get(a)}
-                    assert not found, f"{label} found anomalies in a clean history: {found}"
-                    times.setdefault(label, []).append(elapsed)
-                    peaks[label] = max(peaks.get(label, 0.0), peak)
-                    print(f"  n={n} {label:<16} run {rep + 1}: {elapsed:6.1f} s  "
-                          f"peak {peak:7.0f} MiB", flush=True)
+        for rep, fmt, (tag, root) in itertools.product(range(args.repeat), formats, variants):
+            run_dir = str(root / fmt)
+            fmt = tag + fmt  # the label's suffix: planted-jsonl, planted-parquet
+            jobs = [(f"spark-{fmt}", [sys.executable, "-m", "pytest_kreplica.cli", "check",
+                                      run_dir, "--json"])]
+            if args.warm:
+                jobs.append((f"spark-warm-{fmt}", [sys.executable, "-c", WARM, run_dir]))
+            if not args.no_baseline:
+                jobs.append((f"python-{fmt}", [sys.executable, "-c", BASELINE, run_dir]))
+            for label, cmd in (jobs if rep % 2 == 0 else jobs[::-1]):
+                if label in capped:
+                    continue  # it ran out of memory once: it will again
+                cap = args.baseline_cap_gib * 1024 if label.startswith("python") else None
+                elapsed, peak, out = run_measured(cmd, env, cap)
+                if out is None:
+                    capped[label] = elapsed
+                    peaks[label] = peak
+                    print(f"  n={n} {label:<16} run {rep + 1}: stopped past "
+                          f"{args.baseline_cap_gib:g} GiB after {elapsed:.0f} s "
+                          "(out of memory for this machine)", flush=True)
+                    continue
+                counts = json.loads(out)
+                elapsed = counts.get("seconds", elapsed)  # warm: the second check only
+                counts = counts.get("counts", counts)
+                assert counts["acked"] == n, counts
+                found = {a: counts[a] for a in ANOMALIES if counts.get(a)}
+                expected = PLANTED if fmt.startswith("planted") else {}
+                assert found == expected, f"{label}: expected {expected}, found {found}"
+                times.setdefault(label, []).append(elapsed)
+                peaks[label] = max(peaks.get(label, 0.0), peak)
+                print(f"  n={n} {label:<16} run {rep + 1}: {elapsed:6.1f} s  "
+                      f"peak {peak:7.0f} MiB", flush=True)
         for label, values in times.items():
-            fmt = label.rsplit("-", 1)[1]
+            fmt = label.split("-", 1)[1].replace("warm-", "")
             med = statistics.median(values)
             ref = times.get(f"python-{fmt}")
             ratio = med / statistics.median(ref) if ref and label.startswith("spark") else None

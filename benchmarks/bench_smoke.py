@@ -8,13 +8,16 @@ runs a tiny case (10 async messages, 1 partition) ``--runs`` times through the s
 ``ClusterPool.acquire`` + ``run_case`` path the plugin uses and prints the median of each phase.
 Everything but the produce phase is overhead a case pays on a reused cluster (target <= 2 s).
 ``smoke`` runs ``pytest tests/system -m smoke -n W`` in a subprocess and prints the wall
-time per worker count (medians when ``--runs`` > 1), and the -n 2 / -n 1 ratio.
+time per worker count (medians when ``--runs`` > 1), the -n 2 / -n 1 ratio, and each run's
+per-phase medians read from the cases' verdict.json (``overhead``: all but the workload).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -70,18 +73,44 @@ def overhead(runs: int) -> None:
         print(f"  {key:<11}{statistics.median(r[key] for r in rows):7.2f}")
 
 
+WORKLOAD = ("topics", "produce", "drain")  # the workload's own time; the rest is overhead
+
+
+def case_phases(output: Path) -> list[dict[str, float]]:
+    """Each case's phases from its verdict.json, plus ``workload`` and ``overhead``
+    (everything but topics + produce + drain, the cluster's health gate included)."""
+    rows = []
+    for path in sorted(output.glob("*/verdict.json")):
+        phases = json.loads(path.read_text()).get("phases") or {}
+        workload = sum(phases.get(k, 0.0) for k in WORKLOAD)
+        rows.append({**phases, "workload": workload,
+                     "overhead": sum(phases.values()) - workload})
+    return rows
+
+
+def print_phase_medians(rows: list[dict[str, float]], label: str) -> None:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    print(f"{label}: per-phase median / max over {len(rows)} cases (s):")
+    for key in keys:
+        values = [r[key] for r in rows if key in r]
+        print(f"  {key:<14}{statistics.median(values):7.2f} {max(values):7.2f}")
+
+
 def smoke(runs: int, workers: list[int]) -> None:
     times: dict[int, list[float]] = {}
     for w in workers:
-        for _ in range(runs):
+        for i in range(runs):
+            output = Path(tempfile.mkdtemp(prefix="kreplica-bench-smoke-"))
             cmd = [sys.executable, "-m", "pytest", "tests/system", "-m", "smoke", "-q",
-                   "-p", "no:cacheprovider", "-n", str(w)]
+                   "-p", "no:cacheprovider", "-n", str(w), f"--kreplica-output={output}"]
             t0 = time.monotonic()
             proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                                   capture_output=True, text=True)
             elapsed = time.monotonic() - t0
             last = (proc.stdout.strip().splitlines() or ["?"])[-1]
             print(f"-n {w}: {elapsed:.1f} s (exit {proc.returncode}: {last})")
+            print_phase_medians(case_phases(output), f"-n {w} run {i + 1}")
+            shutil.rmtree(output, ignore_errors=True)
             times.setdefault(w, []).append(elapsed)
     medians = {w: statistics.median(t) for w, t in times.items()}
     for w, m in medians.items():

@@ -311,17 +311,17 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
             ctx.stop = threading.Event()
             threads = _run_hooks(hooks.during_consume, ctx, "during_consume")
             try:
-                missing = consumer.drain(set(stats.acked_ids), drain_timeout)
+                missing = consumer.drain(set(stats.acked_ids), drain_timeout,
+                                         _readable_ends(cluster, topics, case.partitions))
             finally:
                 consumer.stop()
                 _join(threads, ctx)
         extra["unseen_after_drain"] = len(missing)
-    with phases.timed("replicas"):
-        if replica_check:
-            replica = verify_replicas(cluster, topics, case.partitions, run_dir,
-                                      spark_master)
-        else:
-            replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
+    if replica_check:
+        replica = verify_replicas(cluster, topics, case.partitions, run_dir, spark_master,
+                                  phases)
+    else:
+        replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
     with phases.timed("validation"):
         from .checker import check
         from .outcome import judge_case
@@ -341,6 +341,15 @@ def run_case(case: Any, cluster: Any, run_dir: Path, hooks: CaseHooks | None = N
     _write_verdict_and_report(result)
     _drop_topics(cluster, topics)
     return result
+
+
+def _readable_ends(cluster: Any, topics: list[str], partitions: int
+                   ) -> Callable[[], dict[tuple[str, int], int]] | None:
+    """What lets the drain end once nothing more can be read (None: a backend without it,
+    the drain then waits for every id or its deadline)."""
+    ends = getattr(cluster, "readable_ends", None)
+    parts = [(t, p) for t in topics for p in range(partitions)]
+    return None if ends is None else (lambda: ends(parts))
 
 
 def _write_verdict_and_report(result: CaseResult) -> None:
@@ -413,16 +422,21 @@ def wait_at_rest(cluster: Any, topics: list[str], partitions: int,
 
 
 def verify_replicas(cluster: Any, topics: list[str], partitions: int, run_dir: Path,
-                    spark_master: str | None = None) -> ReplicaCheck:
+                    spark_master: str | None = None, phases: _Phases | None = None
+                    ) -> ReplicaCheck:
     """Snapshot every replica's log at rest into ``run_dir`` (``replicas.snapshot``) and
-    compare them batch by batch on Spark (``replicas.verify``: HISTORY.md "Replica logs")."""
+    compare them batch by batch on Spark (``replicas.verify``: HISTORY.md "Replica logs").
+    With ``phases``, the two are timed apart as ``snapshot`` and ``replicas``."""
     from .cluster.base import TopicSpec
     from .replicas.snapshot import snapshot_replicas
     from .replicas.verify import verify_logs
 
-    snapshot_replicas(cluster, [TopicSpec(t, partitions) for t in topics], run_dir,
-                      timeout=REST_TIMEOUT)
-    verdict = verify_logs(run_dir, spark_master=spark_master)
+    phases = _Phases() if phases is None else phases
+    with phases.timed("snapshot"):
+        snapshot_replicas(cluster, [TopicSpec(t, partitions) for t in topics], run_dir,
+                          timeout=REST_TIMEOUT)
+    with phases.timed("replicas"):
+        verdict = verify_logs(run_dir, spark_master=spark_master)
     logs = verdict.to_dict()
     logs.pop("segments")  # per-file sha256 list: ``kreplica verify-logs RUN_DIR --json``
     return ReplicaCheck(verdict.at_rest, verdict.counts["segments"],

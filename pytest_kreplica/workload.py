@@ -6,7 +6,8 @@ case, with the case's acks, compression, idempotence and mode (sync waits for ea
 async records from callbacks). A send is ``ok`` only with a broker offset, ``fail`` only when
 it was definitely not written, ``info`` for everything ambiguous: the workload never guesses.
 The consumer reads every partition from the beginning by manual assignment while the
-producer runs, then drains until every acknowledged id was seen or the drain deadline ends.
+producer runs, then drains until every acknowledged id was seen, the consumer has read up to
+every partition's readable end (the rest is gone), or the drain deadline ends.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ _DEFINITE_FAILURES = ("NotEnoughReplicasError", "InvalidTopicError", "MessageSiz
 REQUEST_TIMEOUT_MS = 15_000
 DELIVERY_TIMEOUT_MS = 60_000
 MAX_BLOCK_MS = 15_000
+# the drain first asks where the partitions end after this long (most drains end sooner
+# with every id seen), then this often
+DRAIN_FIRST_LOOK_S = 0.5
+DRAIN_LOOK_EVERY_S = 0.5
 
 
 def record_value(message_id: str, size: int) -> bytes:
@@ -227,6 +232,8 @@ class Consumer:
         self._stop = threading.Event()
         self._progress = threading.Condition(self._lock)
         self._positions: dict[tuple[str, int], int] = {}
+        # the client's fetch position after each poll (past control records too)
+        self._fetch_positions: dict[tuple[str, int], int] = {}
         self._thread = threading.Thread(target=self._run, name="kreplica-consumer",
                                         daemon=True)
 
@@ -284,11 +291,13 @@ class Consumer:
                     self._positions[(tp.topic, tp.partition)] = record.offset + 1
                     ids.append(message_id)
                     index += 1
-            if ids:
-                with self._progress:
+            positions = _fetch_positions(consumer)
+            with self._progress:
+                self._fetch_positions.update(positions)
+                if ids:
                     self.seen.update(ids)
                     self.polled += len(ids)
-                    self._progress.notify_all()
+                self._progress.notify_all()
         if consumer is not None:
             _close_quietly(consumer)
 
@@ -297,29 +306,87 @@ class Consumer:
         with self._lock:
             return ids - self.seen
 
-    def drain(self, acked_ids: set[str], timeout: float) -> set[str]:
-        """Wait until every id of ``acked_ids`` was polled (or ``timeout`` seconds passed);
-        stop the consumer; return the acknowledged ids never seen."""
+    def drain(self, acked_ids: set[str], timeout: float,
+              readable_ends: Callable[[], dict[tuple[str, int], int]] | None = None
+              ) -> set[str]:
+        """Wait until every id of ``acked_ids`` was polled, or (with ``readable_ends``) the
+        consumer stands at every partition's readable end, or ``timeout`` seconds
+        passed; stop the consumer; return the acknowledged ids never seen.
+
+        ``readable_ends()`` returns, per partition, the offset past the last record that
+        can ever be read without new writes, and raises while that is not known (a
+        partition without a leader, records not yet replicated): an id missing once the
+        consumer stands there is gone from every replica, and waiting longer cannot find
+        it (an acks=1 case that lost records no longer waits out the whole timeout)."""
         self.writer.event("drain-start", process=self.process,
                           detail=f"waiting for {len(acked_ids)} acknowledged ids, "
                                  f"at most {timeout:.0f} s")
         deadline = time.monotonic() + timeout
+        next_look = time.monotonic() + DRAIN_FIRST_LOOK_S
+        read_up_to: str | None = None
+        last_seen = "not asked yet"
         with self._progress:
             while not acked_ids <= self.seen and time.monotonic() < deadline:
                 if not self._thread.is_alive():
                     break
-                self._progress.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+                if readable_ends is not None and time.monotonic() >= next_look:
+                    read_up_to, last_seen = self._read_up_to(readable_ends)
+                    if read_up_to is not None:
+                        break
+                    next_look = time.monotonic() + DRAIN_LOOK_EVERY_S
+                self._progress.wait(min(0.2, max(0.0, deadline - time.monotonic())))
             missing = acked_ids - self.seen
         self.stop()
-        detail = ("every acknowledged id seen" if not missing
-                  else f"deadline passed, {len(missing)} acknowledged ids unseen")
+        if not missing:
+            detail = "every acknowledged id seen"
+        elif read_up_to is not None:
+            detail = (f"read up to every partition's readable end ({read_up_to}), "
+                      f"{len(missing)} acknowledged ids unseen")
+        else:
+            detail = f"deadline passed, {len(missing)} acknowledged ids unseen"
+            if readable_ends is not None:
+                detail += f"; last look at the readable ends: {last_seen}"
         self.writer.event("drain-end", process=self.process, detail=detail)
         return missing
+
+    def _read_up_to(self, readable_ends: Callable[[], dict[tuple[str, int], int]]
+                    ) -> tuple[str | None, str]:
+        """(a description of the ends, when the consumer stands at every one of them;
+        else None, and what was seen). Called with ``_progress`` held; the call to
+        the cluster runs without it so the consumer keeps polling meanwhile."""
+        self._progress.release()
+        try:
+            ends = readable_ends()
+        except Exception as exc:  # not known yet: keep waiting, say why at the deadline
+            return None, f"{type(exc).__name__}: {exc}"
+        finally:
+            self._progress.acquire()
+        # past the end counts as not there: an unclean election truncated the log under
+        # the consumer, which re-reads once it notices (or the deadline passes)
+        behind = {f"{t}-{p}": (self._fetch_positions.get((t, p), 0), end)
+                  for (t, p), end in ends.items()
+                  if self._fetch_positions.get((t, p), 0) != end}
+        if behind:
+            return None, "position, end: " + ", ".join(
+                f"{k} {pos}/{end}" for k, (pos, end) in sorted(behind.items())[:5])
+        return " ".join(f"{t}-{p}:{e}" for (t, p), e in sorted(ends.items())), "caught up"
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+
+
+def _fetch_positions(consumer: Any) -> dict[tuple[str, int], int]:
+    """The client's position (next offset it returns) of each assigned partition that
+    has one; no network wait."""
+    positions = {}
+    for tp in consumer.assignment():
+        with contextlib.suppress(Exception):  # no position yet: the partition counts as 0
+            position = consumer.position(tp, timeout_ms=0)
+            if position is not None:
+                positions[(tp.topic, tp.partition)] = position
+    return positions
 
 
 def _close_quietly(client: Any) -> None:

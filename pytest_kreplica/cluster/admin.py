@@ -1,10 +1,11 @@
 """The half of the Cluster API that Kafka's own admin APIs answer, shared by every backend.
 
-Roles (leader, ISR, active controller), topics, log end offsets and the health gate come
-from DescribeCluster / DescribeQuorum / Metadata / ListOffsets through one cached
-kafka-python admin client bootstrapped from running nodes, polled with bounded waits; so
-the process and docker backends report them identically. Moved here from the process
-backend. A backend supplies lifecycle, node states and faults, and implements
+Roles (leader, ISR, active controller), topics and the health gate come from
+DescribeCluster / DescribeQuorum / Metadata (metadata and offsets of many partitions at once:
+``offsets.OffsetsMixin``) through one cached kafka-python admin client bootstrapped from
+running nodes, polled with bounded waits; so the process and docker backends report them
+identically. Moved here from the process backend. A backend supplies lifecycle, node
+states and faults, and implements
 ``_check_alive(node_ids)`` (raise ``NodeError`` with the log when a node died unasked) and,
 where it can cut links, narrows ``_live_nodes`` to the nodes whose view is current.
 A subclass sets ``_lock`` (an RLock), ``_admin_client = None``, ``_admin_key = None``,
@@ -24,15 +25,10 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_d
 from ..errors import ClusterError, NodeError
 from . import config as kconfig
 from .base import Cluster, Node, NodeState, PartitionState, TopicSpec
+from .offsets import NotYet, OffsetsMixin
 
 POLL_S = 0.1
 ADMIN_REQUEST_TIMEOUT_MS = 5000
-DEBUG_REPLICA_ID = -2  # ListOffsets from a debugging client: followers answer with their LEO
-CONSUMER_REPLICA_ID = -1  # ListOffsets as a consumer: only the leader answers, with the HW
-
-
-class NotYet(Exception):
-    """An observed state is not the expected one yet (tenacity retries on it)."""
 
 
 def _wait_until(check: Callable[[], Any], timeout: float, what: str,
@@ -76,7 +72,7 @@ def _port_open(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-class AdminCluster(Cluster):
+class AdminCluster(OffsetsMixin, Cluster):
     """Roles, topics, offsets and health through the admin APIs (see module docstring)."""
 
     _admin_nodes: list[int] = []  # the nodes the cached admin client was built from
@@ -202,10 +198,13 @@ class AdminCluster(Cluster):
 
     def _ask(self, admin: Any, request: Any, node_id: int | None = None) -> Any:
         """Send one request through the admin client's connections to ``node_id``. Without
-        one the client picks a broker, except while some node is cut off from its peers:
-        such a broker answers with its own stale view (a leader it no longer is), so the
-        request goes to the live nodes the client was built from, in turn."""
-        if node_id is None and self._cut_off():
+        one the client picks a broker, except while some node is cut off from its peers
+        (such a broker answers with its own stale view: a leader it no longer is) or paused
+        (the client still counts it as connected, and a request to it waits out the whole
+        request timeout): then the request goes to the live nodes the client was built
+        from, in turn."""
+        if node_id is None and (self._cut_off() or any(
+                self.node_state(n.node_id) is NodeState.PAUSED for n in self._nodes)):
             nodes = self._admin_nodes or [None]
             self._ask_turn += 1
             node_id = nodes[self._ask_turn % len(nodes)]
@@ -237,42 +236,6 @@ class AdminCluster(Cluster):
     def _retrying(self, what: str, fetch: Callable[[], Any], timeout: float) -> Any:
         return _wait_until(fetch, timeout, what, lambda msg: ClusterError(
             f"{msg}; {self._logs_hint()}"))
-
-    def _describe_partitions(self, topic: str) -> list[PartitionState]:
-        from kafka.protocol.metadata import MetadataRequest
-
-        request = MetadataRequest(
-            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
-            allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False)
-        with self._admin_call(f"Metadata({topic})") as admin:
-            described = self._ask(admin, request).to_dict()["topics"]
-        if not described:
-            raise NotYet(f"topic {topic} not in metadata")
-        entry = described[0]
-        if entry.get("error_code", 0) not in (0, None):
-            raise NotYet(f"topic {topic}: error code {entry['error_code']}")
-        result = []
-        for p in entry.get("partitions", []):
-            leader = p.get("leader_id")
-            result.append(PartitionState(
-                topic=topic, partition=p["partition_index"],
-                leader=None if leader is None or leader < 0 else leader,
-                leader_epoch=p.get("leader_epoch", -1),
-                replicas=tuple(p.get("replica_nodes", ())),
-                isr=tuple(p.get("isr_nodes", ()))))
-        if not result:
-            raise NotYet(f"topic {topic} has no partitions in metadata yet")
-        return sorted(result, key=lambda s: s.partition)
-
-    def partition_state(self, topic: str, partition: int, timeout: float = 30.0
-                        ) -> PartitionState:
-        def fetch() -> PartitionState:
-            for state in self._describe_partitions(topic):
-                if state.partition == partition:
-                    return state
-            raise NotYet(f"partition {topic}-{partition} not in metadata")
-        return self._retrying(f"metadata of {topic}-{partition}", fetch, timeout)
 
     def active_controller(self, timeout: float = 30.0) -> int:
         def fetch() -> int:
@@ -328,9 +291,14 @@ class AdminCluster(Cluster):
         self.wait_healthy([t.name for t in topics], timeout=timeout)
         # a new partition's ISR is full in metadata before its followers have created it
         # locally (seen 6 s apart on a loaded machine): wait until every replica answers
-        for t in topics:
-            for p in range(t.partitions):
-                self.log_end_offsets(t.name, p, timeout=timeout)
+        def answered() -> None:
+            states = self.partition_states([t.name for t in topics], timeout)
+            ends = self.replica_log_end_offsets(states)
+            errors = {f"{t}-{p}": e for (t, p), by_node in ends.items()
+                      for e in by_node.values() if isinstance(e, str)}
+            if errors:
+                raise NotYet(f"replicas not answering yet: {errors}")
+        self._retrying("every replica of the new partitions answering", answered, timeout)
 
     def delete_topics(self, names: list[str], timeout: float = 30.0) -> None:
         from kafka.errors import KafkaError, UnknownTopicOrPartitionError
@@ -369,8 +337,9 @@ class AdminCluster(Cluster):
             if names is None:
                 with self._admin_call("list_topics") as admin:
                     names = [t for t in admin.list_topics() if not t.startswith("__")]
+            described = self._describe_topics(list(names)) if names else {}
             for name in names:
-                for state in self._describe_partitions(name):
+                for state in described[name]:
                     if state.leader is None:
                         raise NotYet(f"{name}-{state.partition} has no leader")
                     if not state.isr_full:
@@ -392,52 +361,3 @@ class AdminCluster(Cluster):
         _wait_until(registered, timeout, f"node {node_id} registered unfenced",
                     lambda msg: NodeError(f"node {node_id} did not rejoin: {msg}; "
                                           f"log: {node.log_file}", node_id, str(node.log_file)))
-
-    def _list_offsets(self, node_id: int, topic: str, partition: int, replica_id: int,
-                      leader_epoch: int = -1) -> int:
-        """ListOffsets(latest) sent to one broker. As a debugging client (``replica_id``
-        -2) any replica answers with its log end offset; as a consumer (-1) only the
-        leader answers, with the high watermark. An error code becomes ``NotYet``."""
-        from kafka.errors import for_code
-        from kafka.protocol.consumer import ListOffsetsRequest
-
-        _Topic = ListOffsetsRequest.ListOffsetsTopic
-        request = ListOffsetsRequest(
-            replica_id=replica_id, isolation_level=0,
-            topics=[_Topic(name=topic, partitions=[_Topic.ListOffsetsPartition(
-                partition_index=partition, timestamp=-1, current_leader_epoch=leader_epoch)])])
-        with self._admin_call(f"ListOffsets to node {node_id}") as admin:
-            response = self._ask(admin, request, node_id)
-        part = response.topics[0].partitions[0]
-        if part.error_code:
-            raise NotYet(f"node {node_id}: {for_code(part.error_code).__name__}")
-        return part.offset
-
-    def log_end_offsets(self, topic: str, partition: int, timeout: float = 30.0
-                        ) -> dict[int, int]:
-        """Each running replica's log end offset, asked of that broker itself (ListOffsets
-        as a debugging client, which followers answer too)."""
-        state = self.partition_state(topic, partition, timeout)
-        result: dict[int, int] = {}
-        for replica in state.replicas:
-            if self.node_state(replica) is not NodeState.RUNNING:
-                continue
-            result[replica] = self._retrying(
-                f"log end offset of {topic}-{partition} on node {replica}",
-                lambda replica=replica: self._list_offsets(replica, topic, partition,
-                                                           DEBUG_REPLICA_ID), timeout)
-        return result
-
-    def high_watermark(self, topic: str, partition: int, timeout: float = 30.0) -> int:
-        """The partition's high watermark, asked of its current leader. Leadership is read
-        again on every attempt: right after a restart the preferred-leader election moves
-        leaders, and a new leader answers OFFSET_NOT_AVAILABLE until its high watermark
-        reaches its epoch's start (KIP-207); both are waited out, within ``timeout``."""
-        def ask() -> int:
-            state = self.partition_state(topic, partition, timeout)
-            if state.leader is None or self.node_state(state.leader) is not NodeState.RUNNING:
-                raise NotYet(f"{topic}-{partition} has no running leader (leader "
-                             f"{state.leader})")
-            return self._list_offsets(state.leader, topic, partition, CONSUMER_REPLICA_ID,
-                                      state.leader_epoch)
-        return self._retrying(f"high watermark of {topic}-{partition}", ask, timeout)

@@ -242,3 +242,19 @@ class Cluster(abc.ABC):
     @abc.abstractmethod
     def high_watermark(self, topic: str, partition: int, timeout: float = 30.0) -> int:
         """The partition's high watermark, as its current leader reports it."""
+
+    # -- many partitions at once (the admin backends batch these; these loops are the meaning)
+    def partition_states(self, topics: list[str], timeout: float = 30.0
+                         ) -> dict[tuple[str, int], PartitionState]:
+        """Every partition of ``topics`` (the admin backends ask once for all of them)."""
+        raise NotImplementedError
+
+    def replica_log_end_offsets(self, states: dict[tuple[str, int], PartitionState]
+                                ) -> dict[tuple[str, int], dict[int, int | str]]:
+        """Each running replica's log end offset (or an error's name) per partition."""
+        return {(t, p): self.log_end_offsets(t, p) for t, p in states}
+
+    def high_watermarks(self, parts: list[tuple[str, int]], timeout: float = 30.0
+                        ) -> dict[tuple[str, int], int]:
+        """Each partition's high watermark, as its current leader reports it."""
+        return {(t, p): self.high_watermark(t, p, timeout) for t, p in parts}

@@ -33,54 +33,62 @@ class NotAtRest(Exception):
 
 def _partitions_of(cluster: Cluster, topics: list[str | TopicSpec], timeout: float
                    ) -> list[tuple[str, int]]:
+    """Every (topic, partition) of ``topics``; a topic given by name is looked up in the
+    cluster's metadata (one request for all of them)."""
     names = [t if isinstance(t, str) else t.name for t in topics]
     known = {t.name: t.partitions for t in topics if not isinstance(t, str)}
     unknown = [n for n in names if n not in known]
     if unknown:
-        from kafka import KafkaConsumer
-
-        consumer = KafkaConsumer(bootstrap_servers=cluster.live_bootstrap_servers(),
-                                 request_timeout_ms=int(timeout * 1000) + 1000,
-                                 reconnect_backoff_max_ms=500)
-        try:
-            for name in unknown:
-                parts = None
-                deadline = time.monotonic() + timeout
-                while not parts and time.monotonic() < deadline:
-                    parts = consumer.partitions_for_topic(name)
-                    if not parts:
-                        time.sleep(0.2)
-                if not parts:
-                    raise ClusterError(f"topic {name!r} has no partitions in the cluster's "
-                                       f"metadata after {timeout:.0f} s")
-                known[name] = max(parts) + 1
-        finally:
-            consumer.close()
+        states = cluster.partition_states(unknown, timeout)
+        for name in unknown:
+            known[name] = 1 + max(p for t, p in states if t == name)
     return [(name, p) for name in names for p in range(known[name])]
 
 
-def _check_at_rest(cluster: Cluster, parts: list[tuple[str, int]]) -> None:
-    for topic, partition in parts:
-        state = cluster.partition_state(topic, partition)
+# A cluster object with only the one-partition methods (a test double) is asked partition by
+# partition; the admin backends answer each question for all partitions at once.
+def _states(cluster: Cluster, parts: list[tuple[str, int]]
+            ) -> dict[tuple[str, int], PartitionState]:
+    if not hasattr(cluster, "partition_states"):
+        return {part: cluster.partition_state(*part) for part in parts}
+    states = cluster.partition_states(sorted({t for t, _ in parts}))
+    return {part: states[part] for part in parts if part in states}
+
+
+def _high_watermarks(cluster: Cluster, parts: list[tuple[str, int]], timeout: float
+                     ) -> dict[tuple[str, int], int]:
+    if not hasattr(cluster, "high_watermarks"):
+        return {part: cluster.high_watermark(*part, timeout) for part in parts}
+    return cluster.high_watermarks(parts, timeout)
+
+
+def _check_at_rest(cluster: Cluster, parts: list[tuple[str, int]]
+                   ) -> dict[tuple[str, int], PartitionState]:
+    """The partitions' states when every one has a leader, a full ISR and the leader's log
+    end offset on every replica (one Metadata request, one ListOffsets per broker)."""
+    states = _states(cluster, parts)
+    missing = [f"{t}-{p}" for t, p in parts if (t, p) not in states]
+    if missing:
+        raise NotAtRest(f"{missing} not in the cluster's metadata")
+    states = {part: states[part] for part in parts}
+    for (topic, partition), state in states.items():
         if state.leader is None or state.leader < 0:
             raise NotAtRest(f"{topic}-{partition} has no leader")
         if not state.isr_full:
             raise NotAtRest(f"{topic}-{partition}: ISR {list(state.isr)} of replicas "
                             f"{list(state.replicas)}")
-        leos = cluster.log_end_offsets(topic, partition)
+    ends = (cluster.replica_log_end_offsets(states)
+            if hasattr(cluster, "replica_log_end_offsets")
+            else {part: cluster.log_end_offsets(*part) for part in states})
+    for (topic, partition), leos in sorted(ends.items()):
+        state = states[(topic, partition)]
         leader_leo = leos.get(state.leader)
         behind = {n: o for n, o in leos.items() if o != leader_leo}
-        if leader_leo is None or behind or set(leos) != set(state.replicas):
+        if leader_leo is None or isinstance(leader_leo, str) or behind \
+                or set(leos) != set(state.replicas):
             raise NotAtRest(f"{topic}-{partition}: log end offsets {leos}, leader "
                             f"{state.leader}")
-
-
-def _high_watermarks(cluster: Cluster, parts: list[tuple[str, int]], timeout: float
-                     ) -> dict[tuple[str, int], int]:
-    """Each partition's high watermark, asked of its leader; ``timeout`` bounds the whole."""
-    deadline = time.monotonic() + timeout
-    return {(t, p): cluster.high_watermark(t, p, max(1.0, deadline - time.monotonic()))
-            for t, p in parts}
+    return states
 
 
 def _copy_logs(source: Path, dest: Path) -> int:
@@ -109,27 +117,26 @@ def snapshot_replicas(cluster: Cluster, topics: list[str | TopicSpec], run_dir: 
     parts = _partitions_of(cluster, topics, timeout)
     at_rest = True
     last_reason = ""
+    states: dict[tuple[str, int], PartitionState] = {}
     remaining = max(1.0, timeout - (time.monotonic() - started))
     try:
-        for attempt in Retrying(stop=stop_after_delay(remaining), wait=wait_fixed(0.5),
+        for attempt in Retrying(stop=stop_after_delay(remaining), wait=wait_fixed(0.2),
                                 retry=retry_if_exception_type((NotAtRest, ClusterError)),
                                 reraise=False):
             with attempt:
                 try:
-                    _check_at_rest(cluster, parts)
+                    states = _check_at_rest(cluster, parts)
                 except (NotAtRest, ClusterError) as exc:
                     last_reason = str(exc)
                     raise
     except RetryError:
         at_rest = False
-
-    states: dict[tuple[str, int], PartitionState] = {}
-    for topic, partition in parts:
-        states[(topic, partition)] = cluster.partition_state(topic, partition)
     try:
         hws = _high_watermarks(cluster, parts, max(5.0, timeout / 4))
     except ClusterError as exc:
         raise ClusterError(f"cannot read the high watermarks of {parts}: {exc}") from exc
+    if not at_rest:  # the states as they are now, for replicas.json
+        states = _states(cluster, parts)
 
     log_dirs = cluster.log_dirs()
     nodes = sorted({n for s in states.values() for n in s.replicas})

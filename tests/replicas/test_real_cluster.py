@@ -116,6 +116,33 @@ def test_snapshot_is_at_rest_with_several_segments_per_replica(written):
     assert json.loads((run_dir / "replicas.json").read_text()) == doc
 
 
+def test_snapshot_asks_in_batches_not_per_partition(cluster, written, tmp_path, monkeypatch):
+    """A snapshot at rest of 5 partitions x 3 replicas: one Metadata request per question
+    and one ListOffsets per broker per question, not a round trip per partition/replica."""
+    sent: list[tuple[str, int | None]] = []
+    ask, ask_many = cluster._ask, cluster._ask_many
+
+    def counting_ask(admin, request, node_id=None):
+        sent.append((type(request).__name__, node_id))
+        return ask(admin, request, node_id)
+
+    def counting_ask_many(admin, requests):
+        sent.extend((type(r).__name__, n) for n, r in requests.items())
+        return ask_many(admin, requests)
+
+    monkeypatch.setattr(cluster, "_ask", counting_ask)
+    monkeypatch.setattr(cluster, "_ask_many", counting_ask_many)
+    doc = snapshot_replicas(cluster, [TOPIC], tmp_path, timeout=30)
+    assert doc["at_rest"] is True
+    assert [p["high_watermark"] for p in doc["partitions"]] == \
+        [p["high_watermark"] for p in written[2]["partitions"]]
+    kinds = [kind for kind, _ in sent]
+    # by-name topic: metadata for the partition count, the at-rest check, the high watermarks
+    assert kinds.count("MetadataRequest") == 3, sent
+    # log end offsets: one per broker; high watermarks: one per leader (at most 3 brokers)
+    assert len(kinds) - 3 <= 6 and kinds.count("ListOffsetsRequest") == len(kinds) - 3, sent
+
+
 # -- verify-logs ----------------------------------------------------------------------------------
 def test_clean_snapshot_is_valid_with_zero_anomalies(written):
     run_dir = written[0]

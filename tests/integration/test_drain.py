@@ -1,0 +1,152 @@
+"""The drain on a real 3-node cluster: it ends once the consumer stands at every
+partition's readable end (an acknowledged id missing there is gone), and not before: not
+while records exist that it has not read, not while the leader holds records above the
+high watermark, not while a partition has no leader. An id that was never written stands
+for one lost from every replica."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
+from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.history import RunWriter
+from pytest_kreplica.workload import Consumer
+
+GHOST = "never-written-1"  # an acknowledged id that no replica holds
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    # a paused follower stays in the ISR for 30 s (5 s by default here), so the records
+    # only the leader holds stay above the high watermark while a test needs them there
+    c = ProcessCluster(ClusterSpec(brokers=3, broker_config=(
+        ("replica.lag.time.max.ms", "30000"),)), tmp_path_factory.mktemp("drain"))
+    try:
+        c.start(timeout=120)
+        yield c
+    finally:
+        c.close()
+
+
+def produce(cluster, topic, ids, partitions, acks="all"):
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.live_bootstrap_servers(), acks=acks,
+                             linger_ms=5, request_timeout_ms=15000)
+    try:
+        futures = [producer.send(topic, i.encode(), partition=n % partitions)
+                   for n, i in enumerate(ids)]
+        producer.flush(timeout=30)
+        for f in futures:
+            f.get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+
+
+def drain(cluster, topic, partitions, acked, timeout, tmp_path):
+    """(missing ids, seconds the drain took, its drain-end event detail)."""
+    parts = [(topic, p) for p in range(partitions)]
+    with RunWriter(tmp_path) as writer:
+        consumer = Consumer([topic], partitions, cluster.live_bootstrap_servers,
+                            writer).start()
+        t0 = time.monotonic()
+        missing = consumer.drain(acked, timeout, lambda: cluster.readable_ends(parts))
+        took = time.monotonic() - t0
+    events = (tmp_path / "events.jsonl").read_text()
+    return missing, took, events
+
+
+def test_a_lost_id_ends_the_drain_once_everything_readable_was_read(cluster, tmp_path):
+    """The consumer starts only now, so 6000 records exist that it has not read: the drain
+    reads them all, then ends long before its deadline with just the lost id missing."""
+    cluster.create_topics([TopicSpec("lossy", 3, 3)])
+    ids = [str(i) for i in range(6000)]
+    produce(cluster, "lossy", ids, 3)
+    missing, took, events = drain(cluster, "lossy", 3, set(ids) | {GHOST}, 60, tmp_path)
+    assert missing == {GHOST}
+    assert took < 20, f"drain took {took:.1f} s, expected an early end"
+    assert "read up to every partition's readable end" in events
+
+
+def test_ids_lost_with_their_leader_end_the_drain_early(cluster, tmp_path):
+    """A real loss: both followers paused, 300 ids acknowledged with acks=1 by the leader
+    alone, the leader killed, the followers resumed: a follower leads without those ids.
+    The drain waits while the partition has no leader, then ends as soon as the consumer
+    stands at the new leader's high watermark, not at its 60 s deadline."""
+    cluster.create_topics([TopicSpec("lost", 1, 3)])
+    kept = [f"k{i}" for i in range(100)]
+    produce(cluster, "lost", kept, 1)
+    state = cluster.partition_state("lost", 0)
+    followers = [n for n in state.replicas if n != state.leader]
+    for n in followers:
+        cluster.pause(n)
+    # a follower's fetch already waiting at the leader would still carry the new records
+    # into the paused follower's socket: let those waits (500 ms at most) run out first
+    time.sleep(1.5)
+    try:
+        lost = [f"x{i}" for i in range(300)]
+        produce(cluster, "lost", lost, 1, acks=1)
+        cluster.kill(state.leader)
+    finally:
+        for n in followers:
+            cluster.resume(n)
+    try:
+        missing, took, events = drain(cluster, "lost", 1, set(kept) | set(lost), 60, tmp_path)
+        assert cluster.partition_state("lost", 0).leader in followers
+    finally:
+        cluster.start_node(state.leader, timeout=90)
+        cluster.wait_healthy(timeout=60)
+    assert missing == set(lost), (len(missing), sorted(missing)[:5])
+    assert took < 40, f"drain took {took:.1f} s, expected an end well before 60 s"
+    assert "read up to every partition's readable end" in events
+
+
+def test_a_clean_run_still_sees_every_id(cluster, tmp_path):
+    cluster.create_topics([TopicSpec("clean", 2, 3)])
+    ids = [f"c{i}" for i in range(3000)]
+    produce(cluster, "clean", ids, 2)
+    missing, took, events = drain(cluster, "clean", 2, set(ids), 60, tmp_path)
+    assert missing == set()
+    assert "every acknowledged id seen" in events
+
+
+def test_records_above_the_high_watermark_are_waited_for(cluster, tmp_path):
+    """A paused follower keeps the high watermark below what the leader acknowledged with
+    acks=1; the drain waits until the follower is back and the records are readable."""
+    cluster.create_topics([TopicSpec("behind", 1, 3)])
+    state = cluster.partition_state("behind", 0)
+    follower = next(n for n in state.replicas if n != state.leader)
+    cluster.pause(follower)
+    try:
+        ids = [f"b{i}" for i in range(200)]
+        produce(cluster, "behind", ids, 1, acks=1)
+        ends = cluster.readable_ends  # the leader holds records the consumer cannot read
+        with pytest.raises(Exception, match="above the high watermark"):
+            ends([("behind", 0)])
+        resume = threading.Timer(2.0, cluster.resume, (follower,))
+        resume.start()
+        missing, took, _ = drain(cluster, "behind", 1, set(ids) | {GHOST}, 60, tmp_path)
+        resume.join()
+    finally:
+        cluster.resume(follower)
+    assert missing == {GHOST}, sorted(missing)[:10]
+    assert took >= 1.5, f"drain ended after {took:.1f} s, before the records were readable"
+
+
+def test_no_early_end_while_a_partition_has_no_leader(cluster, tmp_path):
+    cluster.create_topics([TopicSpec("leaderless", 1, 1)])
+    produce(cluster, "leaderless", ["l0", "l1"], 1)
+    node = cluster.partition_state("leaderless", 0).leader
+    cluster.kill(node)
+    try:
+        missing, took, events = drain(cluster, "leaderless", 1, {"l0", "l1", GHOST}, 6,
+                                      tmp_path)
+    finally:
+        cluster.start_node(node, timeout=90)
+    assert GHOST in missing
+    assert took >= 5.5, f"drain ended after {took:.1f} s with a leaderless partition"
+    assert "deadline passed" in events and "no running leader" in events
