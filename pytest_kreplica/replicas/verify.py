@@ -9,18 +9,15 @@ driver. Definitions: HISTORY.md "Replica logs".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckError
-from .batches import SegmentScanner
 from .layout import ReplicaLayout, load_layout
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 ANOMALIES = ("corrupt_batches", "missing_batches", "divergent_batches", "segment_mismatches",
              "uncovered_replicas")
@@ -32,84 +29,9 @@ INVALIDATING = ("corrupt_batches", "missing_batches", "divergent_batches",
 KIND_OF = {"corrupt": "corrupt_batches", "missing": "missing_batches",
            "divergent": "divergent_batches"}
 EXAMPLES_PER_KIND = 5
-ARROW_ROWS = 65536
 TASK_BYTES = 256 << 20  # a Spark task reads about this much
-
-SCAN_COLUMNS = (
-    ("kind", "string"),  # "batch" or "segment"
-    ("topic", "string"), ("partition", "int"), ("node", "int"), ("file", "string"),
-    ("position", "bigint"), ("base_offset", "bigint"), ("last_offset", "bigint"),
-    ("length", "bigint"), ("leader_epoch", "int"), ("stored_crc", "bigint"),
-    ("crc_ok", "boolean"), ("content_hash", "binary"), ("problem", "string"),
-    # segment rows only
-    ("sha256", "string"), ("closed", "boolean"), ("batches", "bigint"),
-)
-SCAN_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in SCAN_COLUMNS)
-
-
-# -- the per-file task (runs in Spark's Python workers) ----------------------------------
-def _arrow_types() -> dict[str, pa.DataType]:
-    import pyarrow as pa
-
-    return {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(),
-            "boolean": pa.bool_(), "binary": pa.binary()}
-
-
-def scan_files_arrow(bins: list[list[dict[str, Any]]],
-                     task_ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: each input row is a task number; out come the batch rows (in
-    blocks of at most ARROW_ROWS) and one segment row of every file of that task's bin."""
-    for block in task_ids:
-        for task in block.column(0).to_pylist():
-            for f in bins[task]:
-                yield from scan_file_arrow(f)
-
-
-def scan_file_arrow(f: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-    import pyarrow as pa
-
-    types = _arrow_types()
-    schema = pa.schema([(name, types[kind]) for name, kind in SCAN_COLUMNS])
-    scanner = SegmentScanner(f["path"], first_offset=f["base_offset"],
-                             next_segment_offset=f["next_base_offset"])
-    names = ("position", "base_offset", "last_offset", "length", "leader_epoch",
-             "stored_crc", "crc_ok", "content_hash", "problem")
-    rows: list[tuple] = []
-
-    def flush() -> pa.RecordBatch:
-        n = len(rows)
-        cols = {"kind": pa.repeat("batch", n), "topic": pa.repeat(f["topic"], n),
-                "partition": pa.repeat(pa.scalar(f["partition"], pa.int32()), n),
-                "node": pa.repeat(pa.scalar(f["node"], pa.int32()), n),
-                "file": pa.repeat(f["file"], n)}
-        for name, values in zip(names, zip(*rows, strict=True), strict=True):
-            cols[name] = pa.array(values, types[kinds[name]])
-        for name in ("sha256", "closed", "batches"):
-            cols[name] = pa.nulls(n, types[kinds[name]])
-        rows.clear()
-        return pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=schema)
-
-    kinds = dict(SCAN_COLUMNS)
-    add = rows.append
-    for b in scanner:
-        if b.length:
-            add((b.position, b.base_offset, b.last_offset, b.length, b.leader_epoch,
-                 b.stored_crc, b.crc_ok, b.content_hash, b.problem))
-        else:  # no readable header: no crc, epoch or hash
-            add((b.position, b.base_offset, b.last_offset, 0, None, None, False, None,
-                 b.problem))
-        if len(rows) >= ARROW_ROWS:
-            yield flush()
-    if rows:
-        yield flush()
-    seg = {"kind": "segment", "topic": f["topic"], "partition": f["partition"],
-           "node": f["node"], "file": f["file"], "position": None,
-           "base_offset": f["base_offset"], "last_offset": scanner.last_offset,
-           "length": scanner.size, "leader_epoch": None, "stored_crc": None, "crc_ok": None,
-           "content_hash": None, "problem": None, "sha256": scanner.sha256,
-           "closed": f["closed"], "batches": scanner.batches}
-    yield pa.RecordBatch.from_pylist([seg], schema=schema)
-
+SMALL_BYTES = 256 << 20  # below this a check runs with one shuffle partition
+JOB_GROUP = "kreplica-verify-logs"
 
 # -- the verdict ----------------------------------------------------------------------------
 @dataclass
@@ -231,43 +153,90 @@ def plan_tasks(files: list[dict[str, Any]], parallelism: int,
     return bins
 
 
-def scan_dataframe(spark: SparkSession, layout: ReplicaLayout) -> DataFrame:
-    """The scan rows of every segment file: one Spark task per bin of files."""
+def scan_dataframe(spark: SparkSession, layout: ReplicaLayout) -> tuple[DataFrame, int]:
+    """The scan rows (``scan.SCAN_COLUMNS``) of every partition, and the bytes read: one
+    Spark task per bin of partitions, each partition's replicas read side by side."""
     from functools import partial
 
-    files = [{"topic": s.topic, "partition": s.partition, "node": s.node, "path": s.path,
-              "file": s.file, "base_offset": s.base_offset,
-              "next_base_offset": s.next_base_offset, "closed": s.closed,
-              "size": Path(s.path).stat().st_size} for s in layout.segment_files()]
-    bins = plan_tasks(files, spark.sparkContext.defaultParallelism)
+    from .scan import SCAN_SCHEMA, scan_units_arrow
+
+    units = {(p.topic, p.partition): {"topic": p.topic, "partition": p.partition,
+                                      "replicas": list(p.replicas), "files": [], "size": 0}
+             for p in layout.partitions}
+    for s in layout.segment_files():
+        unit = units[(s.topic, s.partition)]
+        size = Path(s.path).stat().st_size
+        unit["files"].append({"topic": s.topic, "partition": s.partition, "node": s.node,
+                              "path": s.path, "file": s.file, "base_offset": s.base_offset,
+                              "next_base_offset": s.next_base_offset, "closed": s.closed})
+        unit["size"] += size
+    bins = plan_tasks(list(units.values()), spark.sparkContext.defaultParallelism)
     n = max(1, len(bins))
-    return spark.range(0, len(bins), 1, n).mapInArrow(partial(scan_files_arrow, bins),
-                                                     SCAN_SCHEMA)
+    total = sum(u["size"] for u in units.values())
+    return spark.range(0, len(bins), 1, n).mapInArrow(partial(scan_units_arrow, bins),
+                                                     SCAN_SCHEMA), total
+
+
+RESULT_COLUMNS = (
+    ("what", "string"), ("topic", "string"), ("partition", "int"), ("node", "int"),
+    ("kind", "string"), ("offset", "bigint"), ("n", "bigint"), ("file", "string"),
+    ("position", "bigint"), ("problem", "string"), ("last_offset", "bigint"),
+    ("sha256", "string"), ("closed", "boolean"), ("length", "bigint"), ("batches", "bigint"),
+    ("stored_crc", "bigint"), ("hashes", "map<int,string>"),
+)
+
+
+def _result(df: DataFrame, what: str, **cols: Column) -> DataFrame:
+    """``df`` as rows of the one result every part of the check is collected in."""
+    from pyspark.sql import functions as F
+
+    return df.select(*[F.lit(what).alias(name) if name == "what" else
+                       (cols[name] if name in cols else
+                        F.col(name) if name in df.columns else F.lit(None))
+                       .cast(kind).alias(name) for name, kind in RESULT_COLUMNS])
+
+
+def _settings(spark: SparkSession, size: int) -> dict[str, str]:
+    """Query settings for this check: no AQE (it submits every query stage as a job of its
+    own, and these inputs are known to be small once collapsed), no broadcast of computed
+    frames (each would be a job), shuffle partitions by the bytes read."""
+    parallel = spark.sparkContext.defaultParallelism
+    return {"spark.sql.adaptive.enabled": "false",
+            "spark.sql.autoBroadcastJoinThreshold": "-1",
+            "spark.sql.shuffle.partitions":
+                str(1 if size < SMALL_BYTES else min(2 * parallel, -(-size // SMALL_BYTES)))}
 
 
 def _verify(spark: SparkSession, layout: ReplicaLayout) -> LogVerdict:
     from pyspark import StorageLevel
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     key = ["topic", "partition"]
-    scan = scan_dataframe(spark, layout).persist(StorageLevel.MEMORY_AND_DISK)
+    scan, size = scan_dataframe(spark, layout)
+    scan = scan.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         parts = spark.createDataFrame(
-            [(p.topic, p.partition, p.high_watermark, list(p.replicas), list(p.isr))
-             for p in layout.partitions],
-            "topic string, partition int, hw bigint, replicas array<int>, isr array<int>")
-        replicas = parts.select(*key, F.explode("replicas").alias("node"),
-                                F.array_contains("isr", F.col("node")).alias("in_isr"))
+            [(p.topic, p.partition, p.high_watermark) for p in layout.partitions],
+            "topic string, partition int, hw bigint")
+        replicas = spark.createDataFrame(
+            [(p.topic, p.partition, n, n in p.isr, len(p.replicas))
+             for p in layout.partitions for n in p.replicas],
+            "topic string, partition int, node int, in_isr boolean, replica_count int")
         batches = scan.where(F.col("kind") == "batch").drop("sha256", "closed", "batches")
+        ranges = scan.where(F.col("kind") == "range")
         segs = scan.where(F.col("kind") == "segment")
 
-        # committed range: from the largest first offset any replica holds up to the HW
-        per_replica = batches.groupBy(*key, "node").agg(
+        # committed range: from the largest first offset any replica holds up to the HW;
+        # collapsed ranges count for where a replica's log starts and ends, nothing else
+        held_span = batches.select(*key, "node", "base_offset", "last_offset").unionByName(
+            ranges.select(*key, "node", "base_offset", "last_offset"))
+        per_replica = held_span.groupBy(*key, "node").agg(
             F.min("base_offset").alias("first"),  # corrupt copies count: they are held
             (F.max("last_offset") + 1).alias("leo"))
         bounds = parts.join(per_replica.groupBy(*key).agg(F.max("first").alias("lo")),
                             key, "left").select(*key, "hw", F.coalesce("lo", F.lit(0)).alias("lo"))
-        committed = (batches.join(F.broadcast(bounds), key)
+        committed = (batches.join(bounds, key)
                      .where((F.col("base_offset") >= F.col("lo"))
                             & (F.col("base_offset") < F.col("hw"))))
 
@@ -276,77 +245,97 @@ def _verify(spark: SparkSession, layout: ReplicaLayout) -> LogVerdict:
             "node", "file", "position", "problem")
         held = committed.select(*key, "node", F.col("base_offset").alias("offset")).distinct()
         expected = (held.select(*key, "offset").distinct()
-                    .join(F.broadcast(replicas), key)
+                    .join(replicas, key)
                     .join(per_replica.select(*key, "node", "leo"), [*key, "node"], "left")
                     .where(F.col("in_isr") | (F.col("offset") < F.col("leo"))))
+        none = {"file": F.lit(None).cast("string"), "position": F.lit(None).cast("bigint"),
+                "problem": F.lit(None).cast("string")}
         missing = expected.join(held, [*key, "node", "offset"], "left_anti").select(
             *key, "offset", F.lit("missing").alias("kind"), "node",
-            F.lit(None).cast("string").alias("file"), F.lit(None).cast("bigint").alias("position"),
-            F.lit(None).cast("string").alias("problem"))
+            *[v.alias(k) for k, v in none.items()])
         divergent = (committed.where(F.col("problem").isNull())
                      .groupBy(*key, F.col("base_offset").alias("offset"))
                      .agg(F.countDistinct("content_hash").alias("copies"))
                      .where(F.col("copies") > 1)
                      .select(*key, "offset", F.lit("divergent").alias("kind"),
                              F.lit(None).cast("int").alias("node"),
-                             F.lit(None).cast("string").alias("file"),
-                             F.lit(None).cast("bigint").alias("position"),
-                             F.lit(None).cast("string").alias("problem")))
-        anomalies = corrupt.unionByName(missing).unionByName(divergent).persist(
-            StorageLevel.MEMORY_AND_DISK)
-        try:
-            return _collect(spark, layout, segs, batches, anomalies, F)
-        finally:
-            anomalies.unpersist()
+                             *[v.alias(k) for k, v in none.items()]))
+        anomalies = corrupt.unionByName(missing).unionByName(divergent)
+
+        # everything the verdict needs, as one plan and one action
+        counted = anomalies.groupBy(*key, "kind").agg(F.count("*").alias("n"),
+                                                     F.min("offset").alias("offset"))
+        firsts = anomalies.groupBy(*key).agg(F.min("offset").alias("base_offset"))
+        at_first = batches.join(firsts, [*key, "base_offset"])
+        examples = (anomalies.withColumn("rank", F.row_number().over(
+            Window.partitionBy("kind").orderBy(*key, "offset", "node")))
+            .where(F.col("rank") <= EXAMPLES_PER_KIND).withColumn("n", F.col("rank")))
+        mismatches = (segs.where(F.col("closed"))
+                      .groupBy(*key, "base_offset")
+                      .agg(F.countDistinct("node").alias("nodes"),
+                           F.countDistinct("sha256").alias("copies"),
+                           F.map_from_entries(F.collect_list(F.struct("node", "sha256")))
+                           .alias("hashes"))
+                      .join(replicas.groupBy(*key).agg(F.max("replica_count").alias("rc")),
+                            key)
+                      .where((F.col("nodes") == F.col("rc")) & (F.col("copies") > 1)))
+        result = (_result(segs, "segment", offset=F.col("base_offset"))
+                  .unionByName(_result(counted, "count"))
+                  .unionByName(_result(at_first, "crc", offset=F.col("base_offset")))
+                  .unionByName(_result(examples, "example"))
+                  .unionByName(_result(mismatches, "mismatch", offset=F.col("base_offset"))))
+        rows = _collect_once(spark, result, _settings(spark, size))
     finally:
         scan.unpersist()
+    return _verdict(layout, rows)
 
 
-def _collect(spark, layout: ReplicaLayout, segs, batches, anomalies, F) -> LogVerdict:
-    from pyspark.sql import Window
+def _collect_once(spark: SparkSession, df: DataFrame, settings: dict[str, str]) -> list:
+    """``df.collect()`` under ``settings`` (the session's own values restored after), in the
+    job group ``JOB_GROUP`` so a listener or a test can count its Spark jobs."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    sc = spark.sparkContext
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    sc.setJobGroup(JOB_GROUP, "kreplica verify-logs")
+    try:
+        return df.collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
-    key = ["topic", "partition"]
-    seg_rows = segs.select(*key, "node", "file", "base_offset", "last_offset", "sha256",
-                           "closed", "length", "batches").collect()
+
+def _verdict(layout: ReplicaLayout, rows: list) -> LogVerdict:
+    """The verdict from the one collected result (HISTORY.md "Replica logs")."""
+    seg_rows = [r for r in rows if r.what == "segment"]
     segments = sorted(({"topic": r.topic, "partition": r.partition, "node": r.node,
-                        "file": r.file, "base_offset": r.base_offset,
+                        "file": r.file, "base_offset": r.offset,
                         "last_offset": r.last_offset, "sha256": r.sha256} for r in seg_rows),
                       key=lambda s: (s["topic"], s["partition"], s["node"], s["base_offset"]))
     counts = {k: 0 for k in ANOMALIES}
-    # per partition and kind: how many, and the first offset
+    # per partition: the first offset of any anomaly, the kind breaking ties in this order
     firsts: dict[tuple[str, int], tuple[int, int, str]] = {}
     order = {"corrupt": 0, "divergent": 1, "missing": 2}
-    for r in anomalies.groupBy(*key, "kind").agg(F.count("*").alias("n"),
-                                                  F.min("offset").alias("first")).collect():
+    for r in rows:
+        if r.what != "count":
+            continue
         counts[KIND_OF[r.kind]] += r.n
-        candidate = (r.first, order[r.kind], r.kind)
+        candidate = (r.offset, order[r.kind], r.kind)
         firsts[(r.topic, r.partition)] = min(firsts.get((r.topic, r.partition), candidate),
                                              candidate)
-
-    # closed segments starting at one base offset on every replica, with different sha256
-    mismatch_rows = []
-    if any(r.closed for r in seg_rows):
-        mismatch_rows = (segs.where(F.col("closed"))
-                         .groupBy(*key, "base_offset")
-                         .agg(F.countDistinct("node").alias("nodes"),
-                              F.countDistinct("sha256").alias("hashes"),
-                              F.map_from_entries(F.collect_list(F.struct("node", "sha256")))
-                              .alias("sha256"))
-                         .join(F.broadcast(layout_replica_counts(spark, layout)), key)
-                         .where((F.col("nodes") == F.col("replica_count"))
-                                & (F.col("hashes") > 1))
-                         .orderBy(*key, "base_offset").collect())
+    mismatch_rows = sorted((r for r in rows if r.what == "mismatch"),
+                           key=lambda r: (r.topic, r.partition, r.offset))
     counts["segment_mismatches"] = len(mismatch_rows)
 
     # first divergence per partition, with every replica's stored crc at that offset
     crcs: dict[tuple, dict[int, int | None]] = {}
-    if firsts:
-        at_first = None
-        for (topic, partition), (offset, _, _) in firsts.items():
-            cond = ((F.col("topic") == topic) & (F.col("partition") == partition)
-                    & (F.col("base_offset") == offset))
-            at_first = cond if at_first is None else at_first | cond
-        for r in batches.where(at_first).select(*key, "node", "stored_crc").collect():
+    for r in rows:
+        if r.what == "crc":
             crcs.setdefault((r.topic, r.partition), {})[r.node] = r.stored_crc
     replicas_of = {(p.topic, p.partition): p.replicas for p in layout.partitions}
     first_divergence = []
@@ -357,11 +346,7 @@ def _collect(spark, layout: ReplicaLayout, segs, batches, anomalies, F) -> LogVe
             "replicas": {str(n): seen.get(n) for n in replicas_of[(topic, partition)]}})
 
     examples: dict[str, list[dict[str, Any]]] = {k: [] for k in ANOMALIES}
-    ex_rows = [] if not firsts else (
-        anomalies.withColumn("rank", F.row_number().over(
-            Window.partitionBy("kind").orderBy(*key, "offset", "node")))
-        .where(F.col("rank") <= EXAMPLES_PER_KIND).orderBy("kind", "rank").collect())
-    for r in ex_rows:
+    for r in sorted((r for r in rows if r.what == "example"), key=lambda r: (r.kind, r.n)):
         ex: dict[str, Any] = {"topic": r.topic, "partition": r.partition, "offset": r.offset}
         if r.kind != "divergent":
             ex["node"] = r.node
@@ -370,8 +355,8 @@ def _collect(spark, layout: ReplicaLayout, segs, batches, anomalies, F) -> LogVe
         examples[KIND_OF[r.kind]].append(ex)
     for r in mismatch_rows[:EXAMPLES_PER_KIND]:
         examples["segment_mismatches"].append({
-            "topic": r.topic, "partition": r.partition, "base_offset": r.base_offset,
-            "sha256": {str(n): h for n, h in sorted(r.sha256.items())}})
+            "topic": r.topic, "partition": r.partition, "base_offset": r.offset,
+            "sha256": {str(n): h for n, h in sorted(r.hashes.items())}})
 
     counts.update(partitions=len(layout.partitions),
                   replicas=sum(len(p.replicas) for p in layout.partitions),
@@ -380,9 +365,3 @@ def _collect(spark, layout: ReplicaLayout, segs, batches, anomalies, F) -> LogVe
     valid = not any(counts[k] for k in INVALIDATING)
     return LogVerdict(valid, counts, first_divergence, segments, examples, layout.at_rest,
                       str(layout.run_dir))
-
-
-def layout_replica_counts(spark, layout: ReplicaLayout):
-    return spark.createDataFrame(
-        [(p.topic, p.partition, len(p.replicas)) for p in layout.partitions],
-        "topic string, partition int, replica_count int")
