@@ -6,7 +6,9 @@ their own base offsets, which lie outside the CRC):
 
 * ``large``: ~1 MiB (uncompressed) lz4 batches, as an async producer with a big batch.size
   writes them;
-* ``1-record``: one ~100-byte record per batch, as a synchronous producer writes them.
+* ``1-record``: one ~100-byte record per batch, as a synchronous producer writes them;
+* ``mixed``: 440 partitions x 3 replicas of 1 MiB segments, batches of 1 to 1000 records
+  (none, lz4, zstd), the shape of issue 15's real segments (``--gib 0.69`` matches its size).
 
 For each: the page cache is warmed, then ``sha256sum`` over all files and ``verify_logs``
 (warm Spark session) alternate ``--runs`` times; medians and their ratio are printed, with the
@@ -81,7 +83,56 @@ def write_single(directory: Path, total: int) -> int:
     return offset
 
 
+MIXED_PARTITIONS = 440
+MIXED_SEGMENT_BYTES = 1 << 20
+
+
+def mixed_batches() -> list[bytes]:
+    """Templates as a mixed workload writes them: one-record batches (sync producers), small
+    uncompressed ones, and lz4/zstd batches of 100 and 1000 records (async producers)."""
+    rec = [f"mixed-{i} ".encode() + os.urandom(40).hex().encode() for i in range(1000)]
+    return [build_batch(0, rec[:1]), build_batch(0, rec[:1]), build_batch(0, rec[:10]),
+            build_batch(0, rec[:100], codec="lz4"), build_batch(0, rec[:1]),
+            build_batch(0, rec[:1000], codec="zstd"), build_batch(0, rec[:3])]
+
+
+def make_mixed_run(root: Path, gib: float) -> tuple[Path, list[Path]]:
+    """``mixed``: MIXED_PARTITIONS partitions x 3 replicas, 1 MiB segments, batches of
+    1 to 1000 records (the shape of a real matrix's topics, issue 15)."""
+    run = root / "mixed"
+    templates = [(tpl, struct.unpack_from(">i", tpl, 23)[0] + 1) for tpl in mixed_batches()]
+    per_partition = int(gib * (1 << 30) / len(REPLICAS) / MIXED_PARTITIONS) + 1
+    parts = []
+    for p in range(MIXED_PARTITIONS):
+        first = run / "replicas" / "1" / f"bench-{p}"
+        first.mkdir(parents=True)
+        offset, written, i = 0, 0, p
+        while written < per_partition:
+            with open(first / segment_name(offset), "wb") as f:
+                size = 0
+                while size < MIXED_SEGMENT_BYTES and written + size < per_partition:
+                    tpl, records = templates[i % len(templates)]
+                    i += 1
+                    data = bytearray(tpl)
+                    struct.pack_into(">q", data, 0, offset)
+                    offset += records
+                    f.write(data)
+                    size += len(data)
+            written += size
+        for node in REPLICAS[1:]:
+            shutil.copytree(first, run / "replicas" / str(node) / f"bench-{p}")
+        parts.append({"topic": "bench", "partition": p, "leader": 1,
+                      "replicas": list(REPLICAS), "isr": list(REPLICAS),
+                      "high_watermark": offset})
+    (run / "replicas.json").write_text(json.dumps({
+        "nodes": {str(n): f"replicas/{n}" for n in REPLICAS}, "partitions": parts,
+        "at_rest": True}))
+    return run, sorted(run.glob("replicas/*/*/*.log"))
+
+
 def make_run(root: Path, kind: str, gib: float) -> tuple[Path, list[Path]]:
+    if kind == "mixed":
+        return make_mixed_run(root, gib)
     run = root / kind
     per_replica = int(gib * (1 << 30) / len(REPLICAS)) + 1
     first = run / "replicas" / "1" / "bench-0"
@@ -129,7 +180,8 @@ def main() -> int:
     ap.add_argument("--gib", type=float, default=2.1, help="data per set (default 2.1)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", help="where to write the data (default: a temp dir)")
-    ap.add_argument("--sets", default="large,1-record")
+    ap.add_argument("--sets", default="large,1-record",
+                    help="comma-separated: large, 1-record, mixed")
     args = ap.parse_args()
 
     from pytest_kreplica.replicas.verify import verify_logs

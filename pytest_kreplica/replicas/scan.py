@@ -10,6 +10,7 @@ on every replica or a ``batch`` row on every replica holding it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +36,13 @@ SCAN_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in SCAN_COLUMNS)
 
 def scan_units_arrow(bins: list[list[dict[str, Any]]],
                      task_ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: each input row is a task number; out come the rows of every
-    partition (all its replicas) of that task's bin, in blocks of at most ARROW_ROWS."""
+    """mapInArrow body: each input row is a task number; out come the result rows
+    (``RESULT_COLUMNS``) of every partition of that task's bin."""
     import pyarrow as pa
 
     types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(),
              "boolean": pa.bool_(), "binary": pa.binary()}
-    schema = pa.schema([(name, types[kind]) for name, kind in SCAN_COLUMNS])
+    schema = pa.schema([(name, types[kind]) for name, kind in RESULT_COLUMNS])
     rows: list[tuple] = []
 
     def flush() -> pa.RecordBatch:
@@ -53,12 +54,90 @@ def scan_units_arrow(bins: list[list[dict[str, Any]]],
     for block in task_ids:
         for task in block.column(0).to_pylist():
             for unit in bins[task]:
-                for row in scan_partition(unit):
-                    rows.append(row)
-                    if len(rows) >= ARROW_ROWS:
-                        yield flush()
+                rows.extend(judge_partition(unit, scan_partition(unit)))
+                if len(rows) >= ARROW_ROWS:
+                    yield flush()
     if rows:
         yield flush()
+
+
+RESULT_COLUMNS = (
+    ("what", "string"), ("topic", "string"), ("partition", "int"), ("node", "int"),
+    ("kind", "string"), ("offset", "bigint"), ("n", "bigint"), ("file", "string"),
+    ("position", "bigint"), ("problem", "string"), ("last_offset", "bigint"),
+    ("sha256", "string"), ("closed", "boolean"), ("length", "bigint"), ("batches", "bigint"),
+    ("stored_crc", "bigint"), ("hashes", "string"),
+)
+RESULT_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS)
+EXAMPLES_PER_KIND = 5
+
+
+def _out(what: str, unit: dict[str, Any], **values: Any) -> tuple:
+    values.update(what=what, topic=unit["topic"], partition=unit["partition"])
+    return tuple(values.get(name) for name, _ in RESULT_COLUMNS)
+
+
+def judge_partition(unit: dict[str, Any], rows: Iterator[tuple]) -> list[tuple]:
+    """HISTORY.md "Replica logs" over one partition's scan rows (all its replicas): corrupt,
+    missing and divergent batches of the committed range (counts, first offset, the first
+    few examples), every replica's stored crc at the first anomaly, segment mismatches and
+    the segment rows. Collapsed ranges count only for where a replica's log starts and ends."""
+    hw, isr = unit["hw"], set(unit["isr"])
+    detail: list[tuple] = []
+    segs: list[tuple] = []
+    span: dict[int, list[int]] = {}  # node -> [first offset held, last offset held]
+    for r in rows:
+        if r[0] == "segment":
+            segs.append(r)
+            continue
+        if r[0] == "batch":
+            detail.append(r)
+        s = span.setdefault(r[3], [r[6], r[7]])
+        s[0], s[1] = min(s[0], r[6]), max(s[1], r[7])
+    lo = max((s[0] for s in span.values()), default=0)
+    committed = [r for r in detail if lo <= r[6] < hw]
+    found: dict[str, list[tuple]] = {"corrupt": [], "missing": [], "divergent": []}
+    for r in committed:  # (offset, node, file, position, problem)
+        if r[13] is not None:
+            found["corrupt"].append((r[6], r[3], r[4], r[5], r[13]))
+    held = {(r[3], r[6]) for r in committed}
+    for offset in sorted({r[6] for r in committed}):
+        for n in unit["replicas"]:
+            if (n, offset) not in held and (n in isr or (n in span and offset <= span[n][1])):
+                found["missing"].append((offset, n, None, None, None))
+    copies: dict[int, set[bytes]] = {}
+    for r in committed:
+        if r[13] is None:
+            copies.setdefault(r[6], set()).add(r[12])
+    found["divergent"] = [(o, None, None, None, None) for o, c in sorted(copies.items())
+                          if len(c) > 1]
+    out = []
+    order = {"corrupt": 0, "divergent": 1, "missing": 2}
+    firsts = []
+    for kind, items in found.items():
+        if not items:
+            continue
+        items.sort(key=lambda x: (x[0], -1 if x[1] is None else x[1]))
+        firsts.append((items[0][0], order[kind]))
+        out.append(_out("count", unit, kind=kind, n=len(items), offset=items[0][0]))
+        for rank, (offset, node, file, position, problem) in enumerate(
+                items[:EXAMPLES_PER_KIND], 1):
+            out.append(_out("example", unit, kind=kind, n=rank, offset=offset, node=node,
+                            file=file, position=position, problem=problem))
+    if firsts:
+        first = min(firsts)[0]
+        out.extend(_out("crc", unit, node=r[3], offset=first, stored_crc=r[10])
+                   for r in detail if r[6] == first)
+    closed: dict[int, dict[int, str]] = {}
+    for r in segs:
+        if r[15]:
+            closed.setdefault(r[6], {})[r[3]] = r[14]
+    for base, hashes in sorted(closed.items()):
+        if len(hashes) == len(unit["replicas"]) and len(set(hashes.values())) > 1:
+            out.append(_out("mismatch", unit, offset=base, hashes=json.dumps(hashes)))
+    out.extend(_out("segment", unit, node=r[3], file=r[4], offset=r[6], last_offset=r[7],
+                    length=r[8], sha256=r[14], closed=r[15], batches=r[16]) for r in segs)
+    return out
 
 
 def _batch_row(f: dict[str, Any], b: Batch) -> tuple:

@@ -1,14 +1,16 @@
-"""``verify_logs``: every replica's log compared batch by batch, on Spark.
+"""``verify_logs``: every replica's log compared batch by batch, on Spark, as one job.
 
-One Spark task per segment file reads it (``batches.SegmentScanner``: CRC-32C per batch,
-sha256 per file) and returns Arrow rows; the cross-replica comparison over each partition's
-committed range (from the largest first offset any replica holds up to the high watermark)
-is DataFrame joins and aggregations; only the anomalies and the per-file list reach the
-driver. Definitions: HISTORY.md "Replica logs".
+One Spark task per bin of partitions reads every replica of each partition side by side
+(``scan``: CRC-32C and a sha256 per batch, a sha256 per file), collapses the batches that
+are sound and identical on every replica, and judges the rest over the partition's committed
+range (from the largest first offset any replica holds up to the high watermark). Only
+counts, the first few examples, the stored crcs at the first anomaly and the per-file list
+reach the driver, in one action. Definitions: HISTORY.md "Replica logs".
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +19,7 @@ from ..errors import CheckError
 from .layout import ReplicaLayout, load_layout
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 ANOMALIES = ("corrupt_batches", "missing_batches", "divergent_batches", "segment_mismatches",
              "uncovered_replicas")
@@ -30,7 +32,6 @@ KIND_OF = {"corrupt": "corrupt_batches", "missing": "missing_batches",
            "divergent": "divergent_batches"}
 EXAMPLES_PER_KIND = 5
 TASK_BYTES = 256 << 20  # a Spark task reads about this much
-SMALL_BYTES = 256 << 20  # below this a check runs with one shuffle partition
 JOB_GROUP = "kreplica-verify-logs"
 
 # -- the verdict ----------------------------------------------------------------------------
@@ -154,14 +155,16 @@ def plan_tasks(files: list[dict[str, Any]], parallelism: int,
 
 
 def scan_dataframe(spark: SparkSession, layout: ReplicaLayout) -> tuple[DataFrame, int]:
-    """The scan rows (``scan.SCAN_COLUMNS``) of every partition, and the bytes read: one
-    Spark task per bin of partitions, each partition's replicas read side by side."""
+    """The result rows (``scan.RESULT_COLUMNS``) of every partition, and the bytes read: one
+    Spark task per bin of partitions, each partition's replicas read side by side and
+    judged there (``scan.judge_partition``)."""
     from functools import partial
 
-    from .scan import SCAN_SCHEMA, scan_units_arrow
+    from .scan import RESULT_SCHEMA, scan_units_arrow
 
     units = {(p.topic, p.partition): {"topic": p.topic, "partition": p.partition,
-                                      "replicas": list(p.replicas), "files": [], "size": 0}
+                                      "replicas": list(p.replicas), "isr": list(p.isr),
+                                      "hw": p.high_watermark, "files": [], "size": 0}
              for p in layout.partitions}
     for s in layout.segment_files():
         unit = units[(s.topic, s.partition)]
@@ -174,120 +177,18 @@ def scan_dataframe(spark: SparkSession, layout: ReplicaLayout) -> tuple[DataFram
     n = max(1, len(bins))
     total = sum(u["size"] for u in units.values())
     return spark.range(0, len(bins), 1, n).mapInArrow(partial(scan_units_arrow, bins),
-                                                     SCAN_SCHEMA), total
+                                                     RESULT_SCHEMA), total
 
 
-RESULT_COLUMNS = (
-    ("what", "string"), ("topic", "string"), ("partition", "int"), ("node", "int"),
-    ("kind", "string"), ("offset", "bigint"), ("n", "bigint"), ("file", "string"),
-    ("position", "bigint"), ("problem", "string"), ("last_offset", "bigint"),
-    ("sha256", "string"), ("closed", "boolean"), ("length", "bigint"), ("batches", "bigint"),
-    ("stored_crc", "bigint"), ("hashes", "map<int,string>"),
-)
-
-
-def _result(df: DataFrame, what: str, **cols: Column) -> DataFrame:
-    """``df`` as rows of the one result every part of the check is collected in."""
-    from pyspark.sql import functions as F
-
-    return df.select(*[F.lit(what).alias(name) if name == "what" else
-                       (cols[name] if name in cols else
-                        F.col(name) if name in df.columns else F.lit(None))
-                       .cast(kind).alias(name) for name, kind in RESULT_COLUMNS])
-
-
-def _settings(spark: SparkSession, size: int) -> dict[str, str]:
-    """Query settings for this check: no AQE (it submits every query stage as a job of its
-    own, and these inputs are known to be small once collapsed), no broadcast of computed
-    frames (each would be a job), shuffle partitions by the bytes read."""
-    parallel = spark.sparkContext.defaultParallelism
-    return {"spark.sql.adaptive.enabled": "false",
-            "spark.sql.autoBroadcastJoinThreshold": "-1",
-            "spark.sql.shuffle.partitions":
-                str(1 if size < SMALL_BYTES else min(2 * parallel, -(-size // SMALL_BYTES)))}
+def _settings() -> dict[str, str]:
+    """Query settings for this check: no AQE (it would submit the stage as a job of its own
+    beside the action); the plan has no shuffle, so nothing else matters."""
+    return {"spark.sql.adaptive.enabled": "false"}
 
 
 def _verify(spark: SparkSession, layout: ReplicaLayout) -> LogVerdict:
-    from pyspark import StorageLevel
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    key = ["topic", "partition"]
-    scan, size = scan_dataframe(spark, layout)
-    scan = scan.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        parts = spark.createDataFrame(
-            [(p.topic, p.partition, p.high_watermark) for p in layout.partitions],
-            "topic string, partition int, hw bigint")
-        replicas = spark.createDataFrame(
-            [(p.topic, p.partition, n, n in p.isr, len(p.replicas))
-             for p in layout.partitions for n in p.replicas],
-            "topic string, partition int, node int, in_isr boolean, replica_count int")
-        batches = scan.where(F.col("kind") == "batch").drop("sha256", "closed", "batches")
-        ranges = scan.where(F.col("kind") == "range")
-        segs = scan.where(F.col("kind") == "segment")
-
-        # committed range: from the largest first offset any replica holds up to the HW;
-        # collapsed ranges count for where a replica's log starts and ends, nothing else
-        held_span = batches.select(*key, "node", "base_offset", "last_offset").unionByName(
-            ranges.select(*key, "node", "base_offset", "last_offset"))
-        per_replica = held_span.groupBy(*key, "node").agg(
-            F.min("base_offset").alias("first"),  # corrupt copies count: they are held
-            (F.max("last_offset") + 1).alias("leo"))
-        bounds = parts.join(per_replica.groupBy(*key).agg(F.max("first").alias("lo")),
-                            key, "left").select(*key, "hw", F.coalesce("lo", F.lit(0)).alias("lo"))
-        committed = (batches.join(bounds, key)
-                     .where((F.col("base_offset") >= F.col("lo"))
-                            & (F.col("base_offset") < F.col("hw"))))
-
-        corrupt = committed.where(F.col("problem").isNotNull()).select(
-            *key, F.col("base_offset").alias("offset"), F.lit("corrupt").alias("kind"),
-            "node", "file", "position", "problem")
-        held = committed.select(*key, "node", F.col("base_offset").alias("offset")).distinct()
-        expected = (held.select(*key, "offset").distinct()
-                    .join(replicas, key)
-                    .join(per_replica.select(*key, "node", "leo"), [*key, "node"], "left")
-                    .where(F.col("in_isr") | (F.col("offset") < F.col("leo"))))
-        none = {"file": F.lit(None).cast("string"), "position": F.lit(None).cast("bigint"),
-                "problem": F.lit(None).cast("string")}
-        missing = expected.join(held, [*key, "node", "offset"], "left_anti").select(
-            *key, "offset", F.lit("missing").alias("kind"), "node",
-            *[v.alias(k) for k, v in none.items()])
-        divergent = (committed.where(F.col("problem").isNull())
-                     .groupBy(*key, F.col("base_offset").alias("offset"))
-                     .agg(F.countDistinct("content_hash").alias("copies"))
-                     .where(F.col("copies") > 1)
-                     .select(*key, "offset", F.lit("divergent").alias("kind"),
-                             F.lit(None).cast("int").alias("node"),
-                             *[v.alias(k) for k, v in none.items()]))
-        anomalies = corrupt.unionByName(missing).unionByName(divergent)
-
-        # everything the verdict needs, as one plan and one action
-        counted = anomalies.groupBy(*key, "kind").agg(F.count("*").alias("n"),
-                                                     F.min("offset").alias("offset"))
-        firsts = anomalies.groupBy(*key).agg(F.min("offset").alias("base_offset"))
-        at_first = batches.join(firsts, [*key, "base_offset"])
-        examples = (anomalies.withColumn("rank", F.row_number().over(
-            Window.partitionBy("kind").orderBy(*key, "offset", "node")))
-            .where(F.col("rank") <= EXAMPLES_PER_KIND).withColumn("n", F.col("rank")))
-        mismatches = (segs.where(F.col("closed"))
-                      .groupBy(*key, "base_offset")
-                      .agg(F.countDistinct("node").alias("nodes"),
-                           F.countDistinct("sha256").alias("copies"),
-                           F.map_from_entries(F.collect_list(F.struct("node", "sha256")))
-                           .alias("hashes"))
-                      .join(replicas.groupBy(*key).agg(F.max("replica_count").alias("rc")),
-                            key)
-                      .where((F.col("nodes") == F.col("rc")) & (F.col("copies") > 1)))
-        result = (_result(segs, "segment", offset=F.col("base_offset"))
-                  .unionByName(_result(counted, "count"))
-                  .unionByName(_result(at_first, "crc", offset=F.col("base_offset")))
-                  .unionByName(_result(examples, "example"))
-                  .unionByName(_result(mismatches, "mismatch", offset=F.col("base_offset"))))
-        rows = _collect_once(spark, result, _settings(spark, size))
-    finally:
-        scan.unpersist()
-    return _verdict(layout, rows)
+    scan, _ = scan_dataframe(spark, layout)
+    return _verdict(layout, _collect_once(spark, scan, _settings()))
 
 
 def _collect_once(spark: SparkSession, df: DataFrame, settings: dict[str, str]) -> list:
@@ -346,7 +247,12 @@ def _verdict(layout: ReplicaLayout, rows: list) -> LogVerdict:
             "replicas": {str(n): seen.get(n) for n in replicas_of[(topic, partition)]}})
 
     examples: dict[str, list[dict[str, Any]]] = {k: [] for k in ANOMALIES}
-    for r in sorted((r for r in rows if r.what == "example"), key=lambda r: (r.kind, r.n)):
+    ranked = sorted((r for r in rows if r.what == "example"),
+                    key=lambda r: (r.kind, r.topic, r.partition, r.offset,
+                                   -1 if r.node is None else r.node))
+    for r in ranked:
+        if len(examples[KIND_OF[r.kind]]) >= EXAMPLES_PER_KIND:
+            continue
         ex: dict[str, Any] = {"topic": r.topic, "partition": r.partition, "offset": r.offset}
         if r.kind != "divergent":
             ex["node"] = r.node
@@ -356,7 +262,8 @@ def _verdict(layout: ReplicaLayout, rows: list) -> LogVerdict:
     for r in mismatch_rows[:EXAMPLES_PER_KIND]:
         examples["segment_mismatches"].append({
             "topic": r.topic, "partition": r.partition, "base_offset": r.offset,
-            "sha256": {str(n): h for n, h in sorted(r.hashes.items())}})
+            "sha256": {n: h for n, h in sorted(json.loads(r.hashes).items(),
+                                                key=lambda kv: int(kv[0]))}})
 
     counts.update(partitions=len(layout.partitions),
                   replicas=sum(len(p.replicas) for p in layout.partitions),
