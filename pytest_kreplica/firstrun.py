@@ -190,7 +190,8 @@ class FirstRunPlugin:
         target = self.config.workerinput.get(NEEDS_KEY)
         if target:
             tmp = Path(target + ".tmp")
-            tmp.write_text(json.dumps(sorted([v, b, list(p)] for v, b, p in needs)))
+            rows = [[v, b, list(p)] for v, b, p in needs]
+            tmp.write_text(json.dumps(sorted(rows, key=json.dumps)))  # None sorts beside str
             tmp.replace(target)
 
     @pytest.hookimpl(optionalhook=True)

@@ -11,8 +11,7 @@ import pytest
 from pytest_kreplica.cli import main
 from pytest_kreplica.history import RunWriter, write_run_json
 from pytest_kreplica.replicas.synth import build_batch, message_values, write_partition
-
-STRIKE_NS = 50
+from tests.planted_loss import leader_kill, write_lost_m3
 
 
 @pytest.fixture
@@ -28,13 +27,6 @@ def kreplica_check(spark_session, monkeypatch, capsys):
         return code, (json.loads(out) if out.strip() else None), err
 
     return run
-
-
-def leader_kill(elected_from_isr=True):
-    return [{"index": 1, "failure": "hard", "target": "leader", "topic": "t", "partition": 0,
-             "node": 1, "leader_before": 1, "isr_before": [1, 2, 3], "led_before": ["t-0"],
-             "strike_ns": STRIKE_NS, "restore_ns": 500, "new_leader": 2, "election_s": 1e-7,
-             "elected_from_isr": elected_from_isr}]
 
 
 def snapshot(run, by_node, hw, isr=None):
@@ -65,16 +57,8 @@ def meta(run, acks=-1, unclean=False, faults=None, partitions=1, semantics="at-l
 
 
 def lost_m3(run):
-    """acks=1: node 1 acknowledged m0..m3, was killed; node 2 (without m3) wrote m4, m5 at
-    3, 4; a consumer read 0, 1, 2, then m4 and m5. Node 2's log is the snapshot."""
-    with RunWriter(run) as w:
-        for i in range(4):
-            w.send(0, "t", 0, f"m{i}", i, "ok", 10 + i, 11 + i)
-        w.send(0, "t", 0, "m4", 3, "ok", 100, 101)
-        w.send(0, "t", 0, "m5", 4, "ok", 102, 103)
-        for i, (offset, mid) in enumerate([(0, "m0"), (1, "m1"), (2, "m2"), (3, "m4"),
-                                           (4, "m5")]):
-            w.poll(1, i, "t", 0, offset, mid, 200 + i)
+    """``write_lost_m3``; node 2's log is the snapshot."""
+    write_lost_m3(run)
     snapshot(run, {2: ["m0", "m1", "m2", "m4", "m5"]}, hw=5)
     return run
 

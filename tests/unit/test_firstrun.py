@@ -24,7 +24,7 @@ CONFTEST = """
     from pytest_kreplica import firstrun
 
     def record(needs):
-        needs = sorted(needs)
+        needs = sorted(needs, key=str)
         with open(os.environ["NEEDS_LOG"], "a") as out:
             out.write(f"{os.getpid()} {needs}\\n")
         from pytest_kreplica import once
@@ -41,6 +41,12 @@ USES_POOL = """
     def test_case(kreplica_case, kreplica_pool):
         with open(os.environ["NEEDS_LOG"], "a") as out:
             out.write(f"{os.getpid()} ran {kreplica_case.case_id}\\n")
+"""
+
+DEFAULT_VERSION = """
+    scenario: replication
+    dimensions:
+      partitions: [1]
 """
 
 LOOKS_ONLY = """
@@ -76,6 +82,22 @@ def test_prepared_once_before_any_case(project, workers):
     assert "('3.9.2', 'process', ('broker',))" in prepared[0]
     assert "('4.3.1', 'process', ('broker',))" in prepared[0]
     assert "kreplica: PREPARED" in result.stdout.str()  # on the user's terminal
+
+
+@pytest.mark.parametrize("workers", [None, "2"])
+def test_default_and_named_versions_together(project, workers):
+    """A case on the default version (None) beside named ones: the needs still travel
+    from a worker to the controller (sorting them once failed on None against a string)."""
+    pytester, log = project
+    (pytester.path / "matrices" / "default.yaml").write_text(textwrap.dedent(DEFAULT_VERSION))
+    pytester.makepyfile(test_cases=textwrap.dedent(USES_POOL))
+    args = ["-q", "-s"] + (["-n", workers] if workers else ["-p", "no:xdist"])
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=5)
+    prepared = [line for line in log.read_text().splitlines() if "ran" not in line]
+    assert len(prepared) == 1, prepared
+    assert "(None, 'process', ('broker',))" in prepared[0]
+    assert "('3.9.2', 'process', ('broker',))" in prepared[0]
 
 
 def test_nothing_prepared_for_tests_without_clusters(project):

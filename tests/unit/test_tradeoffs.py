@@ -9,16 +9,7 @@ import json
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.replicas.synth import build_batch, message_values, write_partition
 from pytest_kreplica.tradeoffs import judge
-
-STRIKE_NS = 50
-
-
-def leader_kill(elected_from_isr=True):
-    """Node 1 led t-0 with ISR [1, 2, 3] and was killed at STRIKE_NS; node 2 led after."""
-    return [{"index": 1, "failure": "hard", "target": "leader", "topic": "t", "partition": 0,
-             "node": 1, "leader_before": 1, "isr_before": [1, 2, 3], "led_before": ["t-0"],
-             "strike_ns": STRIKE_NS, "restore_ns": 500, "new_leader": 2,
-             "election_s": 0.0000001, "elected_from_isr": elected_from_isr}]
+from tests.planted_loss import leader_kill, write_lost_m3
 
 
 def snapshot(run, ids, hw=None):
@@ -32,16 +23,8 @@ def snapshot(run, ids, hw=None):
 
 
 def lost_m3(run, log=("m0", "m1", "m2", "m4", "m5")):
-    """m0..m3 acknowledged by node 1 at 0..3 before the strike; node 2 never had m3 and
-    wrote m4, m5 at 3, 4; a consumer read 0, 1, 2, then m4 and m5."""
-    with RunWriter(run) as w:
-        for i in range(4):
-            w.send(0, "t", 0, f"m{i}", i, "ok", 10 + i, 11 + i)
-        w.send(0, "t", 0, "m4", 3, "ok", 100, 101)
-        w.send(0, "t", 0, "m5", 4, "ok", 102, 103)
-        for i, (offset, mid) in enumerate([(0, "m0"), (1, "m1"), (2, "m2"), (3, "m4"),
-                                           (4, "m5")]):
-            w.poll(1, i, "t", 0, offset, mid, 200 + i)
+    """``write_lost_m3`` with ``log`` as node 2's snapshot (None: no snapshot)."""
+    write_lost_m3(run)
     if log is not None:
         snapshot(run, list(log))
     return run
