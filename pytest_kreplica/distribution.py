@@ -450,6 +450,8 @@ def resolve(version: str | None = None, components: tuple[str, ...] | list[str] 
         version = default_version()
     home = cache_dir() / "kafka" / version
     missing = [c for c in components if not (home / c / MARKER).exists()]
+    if missing and (not is_release(version) or _cached_artifact_versions("kafka_2.13")):
+        _check_version(version)  # bad input is one line, before any progress line
     if missing:
         def done() -> bool:
             return all((home / c / MARKER).exists() for c in missing)
