@@ -9,6 +9,8 @@ import importlib
 import os
 import sys
 
+from .history import SEMANTICS
+
 ENV_TRACEBACK = "KREPLICA_TRACEBACK"
 # sub-command -> "module:function"; the function takes the parsed args, returns an exit code
 COMMANDS = {
@@ -35,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "check", "check a run directory's history for lost, duplicated or "
              "reordered messages (Spark)")
     p.add_argument("run_dir")
-    p.add_argument("--semantics", choices=["at-least-once", "exactly-once", "at-most-once"])
+    p.add_argument("--semantics", choices=SEMANTICS)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
 
@@ -67,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "report", "rebuild verdict.json and report.html from a run directory "
              "(or all below it)")
     p.add_argument("run_dir")
-    p.add_argument("--semantics", choices=["at-least-once", "exactly-once", "at-most-once"])
+    p.add_argument("--semantics", choices=SEMANTICS)
     p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
     return parser
 

@@ -28,6 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .errors import CheckError, KreplicaError
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
@@ -246,3 +248,17 @@ def _finish_archive(dump: Path, archive: Path) -> None:
 def _stop_at_exit() -> None:
     with contextlib.suppress(Exception):
         stop_spark()
+
+
+def start_spark(spark_master: str | None = None):
+    """The Spark session, or CheckError (one line naming the Spark log) when its JVM cannot
+    start: a check that could not run is exit 2, never "invalid"."""
+    try:
+        return get_spark(spark_master)
+    except KreplicaError:
+        raise
+    except Exception as exc:
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()),
+                     type(exc).__name__)
+        raise CheckError(f"Spark could not start ({type(exc).__name__}: {first[:300]}); "
+                         f"check JAVA_HOME and Java 17+ (Spark log: {spark_log()})") from None

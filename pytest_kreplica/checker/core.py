@@ -47,22 +47,6 @@ def is_mirrored(run_dir: Path, meta: dict[str, Any]) -> bool:
     return True
 
 
-def start_spark(spark_master: str | None = None):
-    """The Spark session, or CheckError (one line naming the Spark log) when its JVM cannot
-    start: a check that could not run is exit 2, never "invalid"."""
-    from ..spark import get_spark, spark_log
-
-    try:
-        return get_spark(spark_master)
-    except KreplicaError:
-        raise
-    except Exception as exc:
-        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()),
-                     type(exc).__name__)
-        raise CheckError(f"Spark could not start ({type(exc).__name__}: {first[:300]}); "
-                         f"check JAVA_HOME and Java 17+ (Spark log: {spark_log()})") from None
-
-
 def check(
     run_dir: str | os.PathLike[str],
     semantics: str | None = None,
@@ -84,6 +68,8 @@ def check(
         if problem:
             raise HistoryError(problem)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
+
+    from ..spark import start_spark
 
     spark = start_spark(spark_master)
     extra: dict[str, Any] = {}

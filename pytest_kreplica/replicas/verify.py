@@ -78,7 +78,7 @@ class LogVerdict:
 def verify_logs(run_dir: str | Path, spark_master: str | None = None,
                 spark: SparkSession | None = None) -> LogVerdict:
     """Verify the replica snapshot of ``run_dir`` (raises HistoryError when unreadable)."""
-    from ..checker.core import start_spark
+    from ..spark import start_spark
 
     layout = load_layout(run_dir)
     if spark is None:
