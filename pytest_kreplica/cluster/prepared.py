@@ -17,9 +17,10 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .. import distribution, once
+from .. import once
 from ..errors import ClusterError
 from . import config as kconfig
+from . import distribution
 from .base import ClusterSpec, TopicSpec
 
 log = logging.getLogger(__name__)

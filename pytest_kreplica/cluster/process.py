@@ -26,11 +26,10 @@ from typing import Any
 
 import psutil
 
-from .. import distribution
 from ..errors import ClusterError, NodeError
 from . import config as kconfig
+from . import distribution, prepared, reaper
 from . import ports as kports
-from . import prepared, reaper
 from .admin import POLL_S, AdminCluster, NotYet, _wait_until
 from .base import ClusterSpec, Node, NodeState
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec
+from pytest_kreplica.cluster.pool import ClusterPool, cluster_spec, spec_key
 from pytest_kreplica.errors import ClusterError
-from pytest_kreplica.pool import ClusterPool, cluster_spec, spec_key
 
 
 class FakeCluster:

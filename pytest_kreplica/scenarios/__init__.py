@@ -1,0 +1,1 @@
+"""Scenarios: the case runner's phases and the scenarios built on it."""
