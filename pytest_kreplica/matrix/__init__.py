@@ -23,6 +23,7 @@ from typing import Any
 
 from ..cluster import BACKENDS
 from ..errors import MatrixError
+from ..scenarios import SCENARIOS
 
 TOP_LEVEL_KEYS = ("description", "scenario", "markers", "strategy", "dimensions", "exclude",
                   "include", "marks")
@@ -238,7 +239,6 @@ def derive_semantics(params: Mapping[str, Any]) -> str:
     return "at-least-once"
 
 
-SCENARIOS = ("replication", "mirror", "version-compat")  # the tests that run a scenario
 _STRENGTH = {"at-most-once": 0, "at-least-once": 1, "exactly-once": 2}
 
 
