@@ -85,11 +85,11 @@ def run_mirror_case(case: Case, source: Cluster, target: Cluster, run_dir: Path,
         hooks.produce_rate = MIRROR_FAULT_RATE
     flow = Flow(source, target, dict(mm.mirrored),
                 "read_committed" if exactly_once else "read_uncommitted")
+    mirror_meta = {"topics": mm.mirrored, "policy": case.replication_policy,
+                   "exactly_once": exactly_once}
     return run_case(case, source, run_dir, hooks, spark_master=spark_master,
-                      replica_check=replica_check, drain_timeout=drain_timeout, flow=flow,
-                      topics=topics, run_meta={"mirror": {
-                          "topics": mm.mirrored, "policy": case.replication_policy,
-                          "exactly_once": exactly_once}})
+                    replica_check=replica_check, drain_timeout=drain_timeout, flow=flow,
+                    topics=topics, run_meta={"mirror": mirror_meta})
 
 
 def _start(ctx: CaseContext, mm: MirrorMaker) -> None:

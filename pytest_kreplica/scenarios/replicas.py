@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.base import TopicSpec
+from ..validation.replicas.snapshot import snapshot_replicas
+from ..validation.replicas.verify import verify_logs
 
 if TYPE_CHECKING:
     from ..cluster.base import Cluster
@@ -89,9 +91,6 @@ def verify_replicas(cluster: Cluster, topics: list[str], partitions: int, run_di
     """Snapshot every replica's log at rest into ``run_dir`` (``replicas.snapshot``) and
     compare them batch by batch on Spark (``replicas.verify``: HISTORY.md "Replica logs").
     With ``phases``, the two are timed apart as ``snapshot`` and ``replicas``."""
-    from ..validation.replicas.snapshot import snapshot_replicas
-    from ..validation.replicas.verify import verify_logs  # pyspark: loaded when verifying
-
     phases = Phases() if phases is None else phases
     with phases.timed("snapshot"):
         snapshot_replicas(cluster, [TopicSpec(t, partitions) for t in topics], run_dir,

@@ -31,15 +31,16 @@ from typing import TYPE_CHECKING, Any
 from ..cluster.base import TopicSpec
 from ..history import RunWriter, write_run_json
 from ..report import build_verdict, write_report, write_verdict
+from ..validation.checker import check
 from ..validation.outcome import judge_case
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
 from .result import CaseResult, history_dict
+from .workload import Consumer, ProduceStats, produce
 
 if TYPE_CHECKING:
     from ..cluster.base import Cluster
     from ..faults.nemesis import Component
     from ..matrix import Case
-    from .workload import Consumer, ProduceStats
 
 __all__ = ["CaseContext", "CaseHooks", "CaseResult", "ClusterWriter", "Flow", "Phases",
            "ReplicaCheck", "RunOptions", "run_case", "topic_config", "topic_names",
@@ -250,8 +251,6 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         replica = verify_replicas(cluster, topics, case.partitions, run_dir, spark_master,
                                   phases)
     with phases.timed("validation"):
-        from ..validation.checker import check  # pyspark: loaded when a case is checked
-
         verdict = check(run_dir, case.semantics, spark_master=spark_master)
         judged = judge_case(run_dir, verdict, meta=meta, replicas=replica.as_dict(),
                             checks=extra.get("checks"), hook_errors=extra.get("hook_errors"),
@@ -276,8 +275,6 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
 
 def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: Phases,
                        drain_timeout: float) -> None:
-    from .workload import Consumer, ProduceStats, produce  # kafka: loaded when a case runs
-
     case, cluster, topics, writer = ctx.case, ctx.cluster, ctx.topics, ctx.writer
     produce_writer = ClusterWriter(writer, "source") if flow.mirrored else writer
     read_writer = ClusterWriter(writer, "target") if flow.mirrored else writer
