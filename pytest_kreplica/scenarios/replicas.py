@@ -117,14 +117,21 @@ def verify_both(sides: dict[str, tuple[Cluster, list[str]]], partitions: int, ru
         checks[name] = verify_replicas(cluster, names, partitions, sub, spark_master, phases)
     extra["replica_logs"] = {n: {k: c.logs[k] for k in ("valid", "counts", "first_divergence")}
                              for n, c in checks.items()}
+    return combine_checks(checks)
+
+
+def combine_checks(checks: dict[str, ReplicaCheck]) -> ReplicaCheck:
+    """One check of several clusters' verdicts: valid only when each is, counts summed,
+    every divergence, example and mismatch tagged with its ``cluster``."""
     counts: dict[str, int] = {}
     for c in checks.values():
         for k, v in c.logs["counts"].items():
             counts[k] = counts.get(k, 0) + v
-    logs = {"valid": all(c.logs["valid"] for c in checks.values()), "counts": counts,
-            "first_divergence": [{**d, "cluster": n} for n, c in checks.items()
-                                 for d in c.logs["first_divergence"]],
-            "examples": {}, "at_rest": all(c.at_rest for c in checks.values())}
+    logs: dict[str, Any] = {
+        "valid": all(c.logs["valid"] for c in checks.values()), "counts": counts,
+        "first_divergence": [{**d, "cluster": n} for n, c in checks.items()
+                             for d in c.logs["first_divergence"]],
+        "examples": {}, "at_rest": all(c.at_rest for c in checks.values())}
     for n, c in checks.items():
         for kind, rows in c.logs["examples"].items():
             logs["examples"].setdefault(kind, []).extend({**r, "cluster": n} for r in rows)
