@@ -30,8 +30,8 @@ from ...errors import NodeError
 from ...waits import last_error_line, wait_for, wait_until
 from .. import distribution, reaper
 from ..base import NodeState
+from ..launcher import Launcher
 from ..ports import claim_ports, release_ports
-from ..process import _Launcher  # private until the cluster layer makes the launcher public
 from .config import NODE_NAME, mirror_classpath, mirrored_name, mm2_properties, render_properties
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class MirrorMaker:
         with open(self.log_file, "ab") as out:
             out.write(f"\n=== kreplica: starting MirrorMaker 2 at "
                       f"{time.strftime('%H:%M:%S')} ===\n".encode())
-            self._proc = _Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+            self._proc = Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                                stdin=subprocess.DEVNULL, cwd=str(self.workdir))
         self._state = NodeState.RUNNING
         self.starts.append(time.monotonic())
