@@ -447,7 +447,7 @@ def mirror_component(mm: Any, progress: Callable[[], int] | None = None,
     observed: by default the mirrored records on the target grow past the count at the
     restore; a case passes its consumer's view instead (``progress`` / ``wait_progress``),
     which transaction markers cannot fake."""
-    from ..faults.nemesis import Component
+    from ..faults import Component
 
     def default_wait(baseline: int, timeout: float) -> None:
         mm.wait_mirroring(baseline, timeout)
@@ -536,7 +536,7 @@ def run_mirror_case(case: Any, source: Any, target: Any, run_dir: Path, *,
     import random
 
     from ..cluster.base import TopicSpec
-    from ..faults.nemesis import FaultPlan, Nemesis, run_in_thread, scenario_checks
+    from ..faults import FaultPlan, Nemesis, run_in_thread, scenario_checks
     from ..history import RunWriter, write_run_json
     from .phases import (
         CaseContext,
