@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..cluster import BACKENDS
 from .failure import GONE_AT_ELECTION, Failure
 
 if TYPE_CHECKING:
@@ -29,6 +28,6 @@ def restore_component(process: Any) -> None:
 
 FAILURE = Failure(
     name="clean", doc="SIGTERM, then a restart", event="terminate", restore_event="start",
-    colour="#ff7f0e", label="terminate (SIGTERM)", backends=BACKENDS, moves_leadership=True,
+    colour="#ff7f0e", label="terminate (SIGTERM)", backends=None, moves_leadership=True,
     leader_gone=GONE_AT_ELECTION, random=True, strike=strike, restore=restore,
     strike_component=strike_component, restore_component=restore_component)

@@ -32,7 +32,9 @@ class Failure:
     restore_event: str  # event kind written at the restore
     colour: str  # the report's bar and shading colour
     label: str  # the report's legend entry
-    backends: tuple[str, ...]  # cluster backends that can apply it
+    # cluster backends that can apply it; None: every backend (its strike and restore are
+    # abstract methods of ``Cluster``, so a third-party backend has them too)
+    backends: tuple[str, ...] | None
     moves_leadership: bool  # False: the victim may keep leading (a short pause)
     leader_gone: str  # one of LEADER_GONE
     random: bool  # whether failure ``random`` may draw it
@@ -42,3 +44,6 @@ class Failure:
     # None: the failure cannot hit a component
     strike_component: Callable[[Any], None] | None = None
     restore_component: Callable[[Any], None] | None = None
+
+    def runs_on(self, backend: str) -> bool:
+        return self.backends is None or backend in self.backends

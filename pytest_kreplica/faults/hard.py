@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..cluster import BACKENDS
 from .failure import GONE_AT_STRIKE, Failure
 
 if TYPE_CHECKING:
@@ -29,6 +28,6 @@ def restore_component(process: Any) -> None:
 
 FAILURE = Failure(
     name="hard", doc="SIGKILL, then a restart", event="kill", restore_event="start",
-    colour="#d62728", label="kill (SIGKILL)", backends=BACKENDS, moves_leadership=True,
+    colour="#d62728", label="kill (SIGKILL)", backends=None, moves_leadership=True,
     leader_gone=GONE_AT_STRIKE, random=True, strike=strike, restore=restore,
     strike_component=strike_component, restore_component=restore_component)

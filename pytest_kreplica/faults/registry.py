@@ -30,4 +30,4 @@ RESTORE_EVENTS = frozenset(f.restore_event for f in FAILURES.values())
 
 def failures_on(backend: str) -> tuple[str, ...]:
     """The matrix ``failure`` values a case on ``backend`` may take."""
-    return (NONE, *(n for n, f in FAILURES.items() if backend in f.backends), RANDOM)
+    return (NONE, *(n for n, f in FAILURES.items() if f.runs_on(backend)), RANDOM)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..cluster import BACKENDS
 from .failure import GONE_AT_RECOVERY, Failure
 
 if TYPE_CHECKING:
@@ -30,6 +29,6 @@ def restore_component(process: Any) -> None:
 
 FAILURE = Failure(
     name="soft", doc="SIGSTOP, then SIGCONT", event="pause", restore_event="resume",
-    colour="#9467bd", label="pause (SIGSTOP)", backends=BACKENDS, moves_leadership=False,
+    colour="#9467bd", label="pause (SIGSTOP)", backends=None, moves_leadership=False,
     leader_gone=GONE_AT_RECOVERY, random=True, strike=strike, restore=restore,
     strike_component=strike_component, restore_component=restore_component)

@@ -389,8 +389,8 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
                     f"{p['target']} needs replication_factor >= 2 (rf 1 has no follower); "
                     "allowed: leader | controller, or replication_factor >= 2")
     failure = FAILURES.get(p["failure"])
-    if failure is not None and p["backend"] not in failure.backends:
-        needs = " or ".join(failure.backends)
+    if failure is not None and not failure.runs_on(p["backend"]):
+        needs = " or ".join(failure.backends or ())
         raise _fail(path, f"{where}.failure",
                     f"{p['failure']} needs backend {needs} (--kreplica-backend {needs} or "
                     f"backend: [{needs}]), got backend {p['backend']}; allowed on "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.cluster import BACKENDS
+from pytest_kreplica.cluster import backend_names
 from pytest_kreplica.errors import MatrixError
 from pytest_kreplica.faults import (
     FAILURE_VALUES,
@@ -33,7 +33,9 @@ def test_every_failure_is_complete(name):
     assert callable(f.strike) and callable(f.restore)
     assert f.event and f.restore_event and f.event != f.restore_event
     assert re.fullmatch(r"#[0-9a-f]{6}", f.colour) and f.label and f.doc
-    assert f.backends and set(f.backends) <= set(BACKENDS)
+    # every backend (None), or at least one known backend
+    assert f.backends is None or f.backends and set(f.backends) <= set(backend_names())
+    assert any(f.runs_on(b) for b in backend_names())
     assert f.leader_gone in LEADER_GONE
     # a component either takes both halves of the failure or neither
     assert (f.strike_component is None) == (f.restore_component is None)
@@ -94,7 +96,7 @@ class _Writer:
 
 
 FROZEN = Failure(name="frozen", doc="a made-up failure", event="freeze",
-                 restore_event="thaw", colour="#123456", label="freeze", backends=BACKENDS,
+                 restore_event="thaw", colour="#123456", label="freeze", backends=None,
                  moves_leadership=True, leader_gone=GONE_AT_STRIKE, random=False,
                  strike=lambda cluster, node: cluster.freeze(node),
                  restore=lambda cluster, node, timeout: cluster.thaw(node, timeout))
