@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pytest_kreplica.cluster.mirrormaker import START_TIMEOUT_S
-from pytest_kreplica.faults.nemesis import FaultPlan, Nemesis
+from pytest_kreplica.faults import FaultPlan, Nemesis
 from pytest_kreplica.scenarios.mirror import mirror_component, probe
 from pytest_kreplica.scenarios.runner import ClusterWriter
 

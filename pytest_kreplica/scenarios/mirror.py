@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cluster.mirrormaker import NODE_NAME, ROLE, START_TIMEOUT_S, MirrorMaker, create_mirror_maker
 from ..cluster.pool import cluster_spec
-from ..faults.nemesis import Component
+from ..faults import Component
 from ..history import now_ns
 from ..validation.replicas.batches import CONTROL_MASK, SegmentScanner
 from ..waits import wait_for
@@ -189,7 +189,7 @@ def mirror_component(mm: MirrorMaker, progress: Callable[[], int] | None = None,
         mm.wait_mirroring(baseline, timeout)
 
     return Component(NODE_NAME, "MirrorMaker 2", mm, progress or mm.target_total,
-                     wait_progress or default_wait)
+                     wait_progress or default_wait, recovery_timeout=START_TIMEOUT_S)
 
 
 def target_batch_kinds(replicas_dir: Path) -> dict[str, int]:

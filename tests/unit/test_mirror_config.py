@@ -150,7 +150,7 @@ def test_mirror_maker_target_outside_the_mirror_scenario_is_one_line():
 
 
 def test_fault_plan_takes_the_mirror_maker_target_but_random_never_draws_it():
-    from pytest_kreplica.faults.nemesis import FaultPlan
+    from pytest_kreplica.faults import FaultPlan
 
     plan = FaultPlan(seed=4, failure="hard", target="mirror-maker", failures=2)
     assert [s.target for s in plan.faults()] == ["mirror-maker", "mirror-maker"]
