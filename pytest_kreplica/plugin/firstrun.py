@@ -34,10 +34,9 @@ def case_needs(case: Any) -> set[Need]:
     parts = ["broker"]
     if case.scenario == "mirror":
         parts.append("mirror")
-    if case.scenario == "upgrade" or getattr(case, "compat", None) == "upgrade":
+    if case.scenario == "upgrade" or case.compat == "upgrade":
         parts.append("tools")
-    versions = {case.kafka_version, getattr(case, "target_kafka_version", None) or
-                case.kafka_version}
+    versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
     return {(v, case.backend, tuple(parts)) for v in versions}
 
 
