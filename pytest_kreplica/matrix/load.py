@@ -9,8 +9,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import MatrixError
 from ..scenarios import SCENARIOS
 from ..yaml_strict import DuplicateKey, unique_key_loader
@@ -136,6 +134,9 @@ def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = Non
 
 def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None) -> Matrix:
     """Read and expand one matrix file; every problem is one-line ``MatrixError``."""
+    # lazy: the plugin imports this package at every pytest start, before any matrix is read
+    import yaml
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

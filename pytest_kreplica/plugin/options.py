@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ..matrix import DIMENSIONS, InvalidValue
+
 HELP_MATRIX = ("matrix to run: a name in the matrices directory or a path to a YAML file "
                "(repeatable; default: every matrix of kreplica_matrices_dir)")
 HELP_MATRICES_DIR = "directory of matrix YAML files, relative to rootdir (default: matrices)"
@@ -23,7 +25,6 @@ HELP_SPARK_MASTER = ("Spark master URL for the validation (default: local; "
                      "env KREPLICA_SPARK_MASTER)")
 HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "
                          "(env KREPLICA_NO_REPLICA_CHECK=1)")
-
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -50,6 +51,8 @@ def add_options(parser: pytest.Parser) -> None:
 
 @dataclass(frozen=True)
 class KreplicaOptions:
+    """Every option, resolved once (the ``kreplica_options`` fixture)."""
+
     matrices: tuple[str, ...]
     matrices_dir: Path
     output: Path | None
@@ -73,8 +76,6 @@ def _dimension_value(dimension: str, option: str, value: object | None) -> objec
     """Options that set a matrix dimension's default accept exactly its values."""
     if value is None:
         return None
-    from ..matrix import DIMENSIONS, InvalidValue
-
     try:
         return DIMENSIONS[dimension].parse(value)
     except InvalidValue as exc:
