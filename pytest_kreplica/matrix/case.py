@@ -38,11 +38,12 @@ class CaseMethods:
 
 
 #: ``(name, annotation)`` of every ``Case`` field, in order: where the case comes from, every
-#: dimension of the table, then its markers.
+#: dimension of the table, its markers, and the matrix file (run.json's ``source``; not
+#: compared: the same case from a copied file is the same case).
 CASE_FIELDS: tuple[tuple[str, str], ...] = (
     ("matrix", "str"), ("scenario", "str"), ("case_id", "str"),
     *((d.name, d.type) for d in DIMENSIONS.values()),
-    ("markers", "tuple[str, ...]"),
+    ("markers", "tuple[str, ...]"), ("source", "str"),
 )
 
 if TYPE_CHECKING:
@@ -81,9 +82,12 @@ if TYPE_CHECKING:
         semantics: str
         seed: int
         markers: tuple[str, ...]
+        source: str = dataclasses.field(default="", compare=False)
 else:
     Case = dataclasses.make_dataclass(
-        "Case", CASE_FIELDS, bases=(CaseMethods,), frozen=True, kw_only=True, repr=False,
+        "Case", [*CASE_FIELDS[:-1], ("source", "str", dataclasses.field(default="",
+                                                                         compare=False))],
+        bases=(CaseMethods,), frozen=True, kw_only=True, repr=False,
         namespace={"__module__": __name__,  # make_dataclass(module=) needs Python 3.12
                    "__doc__": "One test case: a full set of dimension values plus where it "
                               "came from."})

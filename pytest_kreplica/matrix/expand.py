@@ -143,4 +143,4 @@ def build_case(path: Path, matrix: str, scenario: str, extra_markers: tuple[str,
         if params["failure"] != "none" or name not in FAULT_ONLY:
             markers.extend(dim.markers(params[name]))
     return Case(matrix=matrix, scenario=scenario, case_id=case_id,
-                markers=tuple(dict.fromkeys(markers)), **params)
+                markers=tuple(dict.fromkeys(markers)), source=str(path), **params)

@@ -15,7 +15,8 @@ from pytest_kreplica.matrix import DIMENSIONS, Case, parse_matrix
 from pytest_kreplica.matrix import case as case_module
 
 EXPECTED = [("matrix", "str"), ("scenario", "str"), ("case_id", "str"),
-            *((d.name, d.type) for d in DIMENSIONS.values()), ("markers", "tuple[str, ...]")]
+            *((d.name, d.type) for d in DIMENSIONS.values()), ("markers", "tuple[str, ...]"),
+            ("source", "str")]
 
 
 def _stub_fields() -> list[tuple[str, str]]:
@@ -55,6 +56,7 @@ def test_every_dimension_is_an_attribute_and_nothing_else_is():
         case.partitions = 2
     assert pickle.loads(pickle.dumps(case)) == case
     assert repr(case) == "Case('m', 'm-default')"
+    assert case.source == "m.yaml"  # the file, written to run.json
 
 
 def test_a_case_needs_every_dimension():
