@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "load_matrix": "pytest_kreplica.matrix",
     "parse_matrix": "pytest_kreplica.matrix",
     # clusters
-    "BACKENDS": "pytest_kreplica.cluster",
+    "backend_names": "pytest_kreplica.cluster",
     "Cluster": "pytest_kreplica.cluster",
     "ClusterSpec": "pytest_kreplica.cluster",
     "TopicSpec": "pytest_kreplica.cluster",
@@ -55,14 +55,14 @@ _EXPORTS: dict[str, str] = {
 __all__ = [  # the curated public names (docs/api.md); each is a key of _EXPORTS
     "__version__", "KreplicaError", "InputError", "MatrixError", "HistoryError",
     "EnvironmentProblem", "CheckError", "ClusterError", "NodeError", "Case", "Matrix",
-    "DIMENSIONS", "load_matrix", "parse_matrix", "BACKENDS", "Cluster", "ClusterSpec",
+    "DIMENSIONS", "load_matrix", "parse_matrix", "backend_names", "Cluster", "ClusterSpec",
     "TopicSpec", "create_cluster", "SCENARIOS", "run_case", "CaseHooks", "CaseContext",
     "CaseResult", "SEMANTICS", "RunWriter", "check", "Verdict", "verify_logs", "write_report",
     "write_index",
 ]
 
 if TYPE_CHECKING:
-    from .cluster import BACKENDS, Cluster, ClusterSpec, TopicSpec, create_cluster
+    from .cluster import Cluster, ClusterSpec, TopicSpec, backend_names, create_cluster
     from .errors import (
         CheckError,
         ClusterError,

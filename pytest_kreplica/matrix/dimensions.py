@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..cluster import BACKENDS
+from ..cluster import backend_names
 from ..history import SEMANTICS
 
 __all__ = ["DIMENSIONS", "FAULT_ONLY", "Dimension", "InvalidValue", "hyphen_free",
@@ -191,8 +191,8 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               doc="version-compat form: a mirrored pair of two versions, or a rolling "
                   "upgrade of one cluster from kafka_version to target_kafka_version",
               type="str"),
-    Dimension("backend", _choice(*BACKENDS), "process", lambda v: v,
-              lambda v: [f"backend_{v}"], BACKENDS, doc="cluster backend", type="str"),
+    Dimension("backend", _choice(*backend_names()), "process", lambda v: v,
+              lambda v: [f"backend_{v}"], backend_names(), doc="cluster backend", type="str"),
     # failure dimensions (issue 4 drives the faults; validated here)
     Dimension("failure", _choice("none", "clean", "hard", "soft", "partition", "random"),
               "none", lambda v: "nofail" if v == "none" else v, lambda v: [f"failure_{v}"],

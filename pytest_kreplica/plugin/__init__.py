@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ..cluster import Cluster, ClusterSpec, create_cluster
+from ..cluster import Cluster, ClusterSpec, create_cluster, reap_orphans
 from ..cluster.pool import ClusterPool, cluster_spec, spec_key
 from ..errors import MatrixError
 from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
@@ -177,8 +177,6 @@ def kreplica_pool(kreplica_cluster_factory: Callable[[ClusterSpec, Path], Cluste
     """Clusters shared by this session's (= this xdist worker's) cases; all closed at the
     end. Orphans of an earlier, killed session are reaped first. With ``--kreplica-output``
     the clusters' directories (broker logs included) are kept beside the run directories."""
-    from ..cluster.reaper import reap_orphans  # lazy: psutil, only when clusters are used
-
     reap_orphans()
     if kreplica_options.output is not None:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
