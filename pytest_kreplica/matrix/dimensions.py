@@ -133,6 +133,8 @@ class Dimension:
     type: str = "int"  # the ``Case`` attribute's annotation (after defaults are resolved)
 
 
+_BACKENDS = backend_names()  # built-ins and entry points: one scan of installed packages
+
 DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
     Dimension("partitions", _int_at_least(1), 1, lambda v: f"p{v}",
               doc="partitions per topic"),
@@ -191,8 +193,8 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               doc="version-compat form: a mirrored pair of two versions, or a rolling "
                   "upgrade of one cluster from kafka_version to target_kafka_version",
               type="str"),
-    Dimension("backend", _choice(*backend_names()), "process", lambda v: v,
-              lambda v: [f"backend_{v}"], backend_names(), doc="cluster backend", type="str"),
+    Dimension("backend", _choice(*_BACKENDS), "process", lambda v: v,
+              lambda v: [f"backend_{v}"], _BACKENDS, doc="cluster backend", type="str"),
     # failure dimensions (issue 4 drives the faults; validated here)
     Dimension("failure", _choice("none", "clean", "hard", "soft", "partition", "random"),
               "none", lambda v: "nofail" if v == "none" else v, lambda v: [f"failure_{v}"],
