@@ -38,10 +38,10 @@ _EXPORTS: dict[str, str] = {
     "create_cluster": "pytest_kreplica.cluster",
     # running a case
     "SCENARIOS": "pytest_kreplica.scenarios",
-    "run_case": "pytest_kreplica.scenarios.phases",
-    "CaseHooks": "pytest_kreplica.scenarios.phases",
-    "CaseContext": "pytest_kreplica.scenarios.phases",
-    "CaseResult": "pytest_kreplica.scenarios.phases",
+    "run_case": "pytest_kreplica.scenarios.runner",
+    "CaseHooks": "pytest_kreplica.scenarios.runner",
+    "CaseContext": "pytest_kreplica.scenarios.runner",
+    "CaseResult": "pytest_kreplica.scenarios.result",
     # the run directory and its checks
     "SEMANTICS": "pytest_kreplica.history",
     "RunWriter": "pytest_kreplica.history",
@@ -77,7 +77,8 @@ if TYPE_CHECKING:
     from .matrix import DIMENSIONS, Case, Matrix, load_matrix, parse_matrix
     from .report import write_index, write_report
     from .scenarios import SCENARIOS
-    from .scenarios.phases import CaseContext, CaseHooks, CaseResult, run_case
+    from .scenarios.result import CaseResult
+    from .scenarios.runner import CaseContext, CaseHooks, run_case
     from .validation.checker import Verdict, check
     from .validation.replicas.verify import verify_logs
 

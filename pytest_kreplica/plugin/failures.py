@@ -39,8 +39,6 @@ class FailurePlugin:
     def pytest_kreplica_case_hooks(self, config: pytest.Config, case: Any, hooks: Any) -> None:
         if case.failure == "none":
             return
-        if case.target == "mirror-maker":
-            return  # the two-cluster scenario drives MirrorMaker faults itself
         duration = case.duration  # only duration-bounded (soak) cases take the override
         if duration is not None and self.duration is not None:
             duration = self.duration
@@ -116,7 +114,7 @@ def add_nemesis(case: Any, hooks: Any, *, say: Any = None, duration: float | Non
         plan = fault_plan(case, duration)
         partitions = [(t, p) for t in ctx.topics for p in range(case.partitions)]
         nem = Nemesis(ctx.cluster, ctx.writer, plan, partitions,
-                      progress=lambda msg: say(ctx, msg))
+                      progress=lambda msg: say(ctx, msg), components=ctx.components)
         ctx.extra["fault_plan"] = plan.to_dict()
         ticker = _Ticker(ctx, nem, say)
         try:
@@ -124,11 +122,7 @@ def add_nemesis(case: Any, hooks: Any, *, say: Any = None, duration: float | Non
         finally:
             done.set()
             ticker.stop()
-            records = [r.to_dict() for r in nem.records]
-            elections = [r["election_s"] for r in records if r["election_s"] is not None]
-            ctx.extra["faults"] = records
-            ctx.extra["election_s"] = elections
-            ctx.extra["election_max_s"] = max(elections) if elections else None
+            ctx.extra["faults"] = [r.to_dict() for r in nem.records]  # with election_s
             ctx.extra["checks"] = scenario_checks(
                 nem.records, unclean_leader_election=case.unclean_leader_election)
 

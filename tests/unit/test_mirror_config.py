@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kreplica.cluster.mirrormaker.config import (
+    IDENTITY_POLICY,
+    mirrored_name,
+    mm2_properties,
+)
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import InputError, MatrixError
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import load_matrix, parse_matrix
-from pytest_kreplica.scenarios.mirror import (
-    IDENTITY_POLICY,
-    ClusterWriter,
-    mirrored_name,
-    mm2_properties,
-    pair_specs,
-)
+from pytest_kreplica.scenarios.mirror import pair_specs
+from pytest_kreplica.scenarios.runner import ClusterWriter
 
 MATRICES = Path(__file__).resolve().parents[2] / "matrices"
 
