@@ -20,24 +20,34 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from ..cluster import docker_image
+from ..errors import KreplicaError
+from ..validation import spark
+
+if TYPE_CHECKING:
+    from .. import once
+    from ..matrix import Case
+
+# ``once``, ``distribution`` and ``prepared`` load psutil: imported where used, since the
+# plugin imports this module at every pytest start (tests/unit/test_plugin.py keeps it light)
 
 NEEDS_KEY = "kreplica_needs_file"
 
 Need = tuple[str | None, str, tuple[str, ...]]  # Kafka version (None: default), backend, parts
 
 
-def case_needs(case: Any) -> set[Need]:
+def case_needs(case: Case) -> set[Need]:
     """What one case's clusters need prepared."""
     parts = ["broker"]
     if case.scenario == "mirror":
         parts.append("mirror")
-    if case.scenario == "upgrade" or getattr(case, "compat", None) == "upgrade":
+    if case.scenario == "upgrade" or case.compat == "upgrade":
         parts.append("tools")
-    versions = {case.kafka_version, getattr(case, "target_kafka_version", None) or
-                case.kafka_version}
+    versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
     return {(v, case.backend, tuple(parts)) for v in versions}
 
 
@@ -58,7 +68,6 @@ def prepare(needs: Iterable[Need]) -> float:
     failure is one line: the cases that need that version report it themselves."""
     from .. import once
     from ..cluster import distribution, prepared
-    from ..errors import KreplicaError
 
     started = time.monotonic()
     spark_job = _start_spark_archive()
@@ -70,8 +79,6 @@ def prepare(needs: Iterable[Need]) -> float:
             try:
                 dist = distribution.resolve(version, tuple(sorted(parts)))
                 if backend == "docker":
-                    from ..cluster import docker_image
-
                     docker_image.ensure_image(dist.version)
                 else:
                     prepared.prepare_broker(dist)
@@ -95,7 +102,6 @@ def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
     archive as it stops. Made inside a case instead, the dump (about 50 s on the loaded
     machine) delayed the end of a first run and every other first session ran without it."""
     from .. import once
-    from ..validation import spark
 
     archive = spark.class_data_archive()
     if archive is None or archive.exists():
@@ -112,7 +118,6 @@ def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
 
 def _finish_spark_archive(proc: subprocess.Popen, started: float, work: Path) -> None:
     from .. import once
-    from ..validation import spark
 
     try:
         code = proc.wait(max(1.0, SPARK_ARCHIVE_TIMEOUT_S - (time.monotonic() - started)))
@@ -154,7 +159,7 @@ class FirstRunPlugin:
         self.worker = hasattr(config, "workerinput")
         self.dir: Path | None = None
         self.done = False
-        self.previous_say = None
+        self.previous_say: once.Say | None = None
 
     def _terminal_say(self) -> None:
         from .. import once
