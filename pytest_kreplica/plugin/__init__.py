@@ -28,6 +28,7 @@ from ..cluster.pool import ClusterPool, cluster_spec, spec_key
 from ..errors import MatrixError
 from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
 from ..scenarios import SCENARIOS
+from ..scenarios.runner import CaseHooks, RunOptions
 from . import failures, hookspecs
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
@@ -211,7 +212,6 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
     module's ``run``, with every ``pytest_kreplica_case_hooks`` addition) into a fresh run
     directory, and record the result, or an ``error`` row naming the run directory, for the
     summary."""
-    from ..scenarios.runner import CaseHooks, RunOptions
 
     def run(case: Case):
         run_dir = kreplica_output / case.case_id
