@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..cache import cache_dir
 from ..errors import ClusterError, EnvironmentProblem
 
 if TYPE_CHECKING:  # the docker SDK is imported lazily: the plugin must stay light
@@ -169,8 +170,6 @@ def build_kafka_image(client: docker.DockerClient, version: str, jars: Iterable[
     if not _has_image(client, jre):
         build_jre_image(client, progress, jre)
     tag = tag or f"{KAFKA_REPOSITORY}:{version}"
-    from .distribution import cache_dir
-
     with tempfile.TemporaryDirectory(prefix="kreplica-kafka-", dir=cache_dir()) as tmp:
         context = Path(tmp)
         libs = context / "libs"
@@ -200,8 +199,6 @@ def ensure_layer_image(client: docker.DockerClient, base: str, tag: str, jars: I
     on the current ``base`` (the ``org.kreplica.base-image`` label holds the base's id);
     rebuilt under the image lock otherwise."""
     from .. import once
-    from .distribution import cache_dir
-
     base_id = client.images.get(base).id
     with once.held(cache_dir() / "docker-images.lock", f"building the Docker image {tag}"):
         if _has_image(client, tag) and \
@@ -247,8 +244,6 @@ def ensure_image(version: str | None, client: docker.DockerClient | None = None,
     if override and not rebuild:
         return override
     from .. import once
-    from .distribution import cache_dir
-
     client = client or engine()
     concrete, jars = kafka_classpath(version)
     local = f"{KAFKA_REPOSITORY}:{concrete}"

@@ -9,7 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-VERDICT_FILE = "verdict.json"
+from ..rundir import VERDICT_JSON
+
+VERDICT_FILE = VERDICT_JSON
 FORMAT = 1
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HistoryError
+from ..rundir import REPLICAS_JSON, VERDICT_JSON
 
 
 def coverage_problems(run_dir: str | Path, counts: dict[str, int],
@@ -28,7 +29,7 @@ def coverage_problems(run_dir: str | Path, counts: dict[str, int],
                         f"{counts.get('failed', 0)} failed, "
                         f"{counts.get('indeterminate', 0)} indeterminate): nothing to check")
     run_dir = Path(run_dir)
-    replicas = run_dir / "replicas.json"
+    replicas = run_dir / REPLICAS_JSON
     topics = (meta or {}).get("topics")
     partitions = ((meta or {}).get("params") or {}).get("partitions")
     if replicas.exists() and isinstance(topics, list) and isinstance(partitions, int):
@@ -118,14 +119,14 @@ def recheck(run_dir: str | Path, semantics: str | None = None,
     verdict = check(run_dir, semantics=semantics, spark_master=spark_master)
     meta = read_run_json(run_dir, missing_ok=True)
     saved: dict[str, Any] = {}
-    path = run_dir / "verdict.json"
+    path = run_dir / VERDICT_JSON
     if path.exists():
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise HistoryError(f"{path}: cannot be read: {exc}") from None
     replicas = None
-    if (run_dir / "replicas.json").exists():
+    if (run_dir / REPLICAS_JSON).exists():
         from .replicas.verify import verify_logs
 
         logs = verify_logs(run_dir, spark_master=spark_master).to_dict()

@@ -8,6 +8,8 @@ from typing import Any
 
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, read_run_json
+from ...rundir import REPLICAS_JSON
+from .anomalies import NAMES
 from .tables import (
     Table,
     check_run_dir,
@@ -17,9 +19,7 @@ from .tables import (
     parquet_schema_problem,
     read_exempting_events,
 )
-from .verdict import ANOMALIES, DEFAULT_SEMANTICS, Verdict
-
-REPLICAS_JSON = "replicas.json"
+from .verdict import DEFAULT_SEMANTICS, Verdict
 
 
 def resolve_semantics(semantics: str | None, meta: dict[str, Any]) -> str:
@@ -87,7 +87,7 @@ def check(
             extra["reused_ids"] = raw["reused_ids"]
         examples: dict[str, list] = {}
         lookup = (path / REPLICAS_JSON).exists()
-        if any(counts[a] for a in ANOMALIES):
+        if any(counts[a] for a in NAMES):
             with rules.cached(frames):
                 examples = rules.examples(frames, counts)
                 if lookup:
