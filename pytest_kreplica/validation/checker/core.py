@@ -9,6 +9,7 @@ from typing import Any
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, read_run_json
 from ...rundir import REPLICAS_JSON
+from ..spark import spark_log, start_spark
 from .anomalies import NAMES
 from .tables import (
     Table,
@@ -68,8 +69,6 @@ def check(
         if problem:
             raise HistoryError(problem)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
-
-    from ..spark import start_spark
 
     spark = start_spark(spark_master)
     extra: dict[str, Any] = {}
@@ -167,8 +166,6 @@ class _spark_errors:
             return False
         if not isinstance(exc, PySparkException | Py4JError):
             return False
-        from ..spark import spark_log
-
         first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
         raise HistoryError(
             f"{self.run_dir}: Spark could not check this run: {first[:300]} (Spark log: "
