@@ -9,9 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..rundir import VERDICT_JSON
 from ..validation.outcome import decide
 
-VERDICT_FILE = "verdict.json"
+VERDICT_FILE = VERDICT_JSON
 FORMAT = 1
 
 
