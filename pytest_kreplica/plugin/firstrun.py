@@ -24,16 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cluster import docker_image
+from .. import once
+from ..cluster import distribution, docker_image, prepared
 from ..errors import KreplicaError
 from ..validation import spark
 
 if TYPE_CHECKING:
-    from .. import once
     from ..matrix import Case
 
-# ``once``, ``distribution`` and ``prepared`` load psutil: imported where used, since the
-# plugin imports this module at every pytest start (tests/unit/test_plugin.py keeps it light)
 
 NEEDS_KEY = "kreplica_needs_file"
 
@@ -66,8 +64,6 @@ def items_needs(items: Iterable[pytest.Item]) -> set[Need]:
 def prepare(needs: Iterable[Need]) -> float:
     """Prepare every need (each step once per machine); returns the seconds it took. A
     failure is one line: the cases that need that version report it themselves."""
-    from .. import once
-    from ..cluster import distribution, prepared
 
     started = time.monotonic()
     spark_job = _start_spark_archive()
@@ -101,8 +97,6 @@ def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
     steps: ``kreplica check`` of a tiny history in a subprocess, whose session dumps the
     archive as it stops. Made inside a case instead, the dump (about 50 s on the loaded
     machine) delayed the end of a first run and every other first session ran without it."""
-    from .. import once
-
     archive = spark.class_data_archive()
     if archive is None or archive.exists():
         return None
@@ -117,8 +111,6 @@ def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
 
 
 def _finish_spark_archive(proc: subprocess.Popen, started: float, work: Path) -> None:
-    from .. import once
-
     try:
         code = proc.wait(max(1.0, SPARK_ARCHIVE_TIMEOUT_S - (time.monotonic() - started)))
     except subprocess.TimeoutExpired:
@@ -162,8 +154,6 @@ class FirstRunPlugin:
         self.previous_say: once.Say | None = None
 
     def _terminal_say(self) -> None:
-        from .. import once
-
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
             return
@@ -213,8 +203,6 @@ class FirstRunPlugin:
         self._run({(v, b, tuple(p)) for v, b, p in rows})
 
     def pytest_unconfigure(self) -> None:
-        from .. import once
-
         if self.previous_say is not None:
             once.set_say(self.previous_say)
         if self.dir is not None:

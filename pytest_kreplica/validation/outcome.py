@@ -16,6 +16,8 @@ from ..errors import HistoryError
 from ..history import read_run_json
 from ..rundir import REPLICAS_JSON, VERDICT_JSON
 from .checker import check
+from .checker.verdict import invalidating
+from .replicas.verify import verify_logs
 from .tradeoffs import judge
 
 
@@ -64,8 +66,6 @@ def decide(*, history: dict[str, Any] | None, replicas: dict[str, Any] | None = 
             pass
         else:
             counts = history.get("counts") or {}
-            from .checker.verdict import invalidating
-
             bad = [f"{k} {counts[k]}" for k in invalidating(history.get("semantics")
                                                            or "at-least-once")
                    if counts.get(k)]
@@ -125,8 +125,6 @@ def recheck(run_dir: str | Path, semantics: str | None = None,
             raise HistoryError(f"{path}: cannot be read: {exc}") from None
     replicas = None
     if (run_dir / REPLICAS_JSON).exists():
-        from .replicas.verify import verify_logs
-
         logs = verify_logs(run_dir, spark_master=spark_master).to_dict()
         logs.pop("segments", None)
         replicas = logs

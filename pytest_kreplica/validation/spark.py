@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import once
 from ..cache import cache_dir
 from ..errors import CheckError, KreplicaError
 
@@ -118,7 +119,6 @@ def _driver_java_options(local: bool) -> str:
 def _claim_archive(archive: Path) -> contextlib.ExitStack | None:
     """The archive's machine-wide lock (``once``), held until ``stop_spark`` publishes it;
     None when another process holds it."""
-    from .. import once
 
     stack = contextlib.ExitStack()
     if stack.enter_context(once.held(archive.with_name(archive.name + ".lock"),

@@ -23,6 +23,7 @@ from typing import Any
 from ..rundir import REPLICAS_JSON
 from .checker.anomalies import EXCUSABLE, INVALIDATING
 from .evidence import excusing_events, find_excuse
+from .replicas.layout import load_layout
 
 EXAMPLES = 10
 
@@ -82,7 +83,6 @@ def ids_in_logs(run_dir: Path, wanted: set[str]) -> dict[str, list[dict[str, Any
     None without a replica snapshot."""
     import pyarrow as pa
 
-    from .replicas.layout import load_layout
     from .replicas.locate import records_arrow
 
     if not (run_dir / REPLICAS_JSON).exists():

@@ -19,6 +19,7 @@ from .tables import (
     first_problem,
     parquet_schema_problem,
     read_exempting_events,
+    read_spark,
 )
 from .verdict import DEFAULT_SEMANTICS, Verdict
 
@@ -74,7 +75,6 @@ def check(
     extra: dict[str, Any] = {}
     with _spark_errors(path):
         from . import rules
-        from .tables import read_spark
 
         frames = rules.build(read_spark(spark, sends_table),
                              read_spark(spark, polls_table), exempting, mirrored)
