@@ -47,3 +47,8 @@ class Failure:
 
     def runs_on(self, backend: str) -> bool:
         return self.backends is None or backend in self.backends
+
+
+def restart_node(cluster: Cluster, node: int, timeout: float) -> None:
+    """The restore of every failure that stops a node: start it again, bounded."""
+    cluster.start_node(node, timeout=timeout)

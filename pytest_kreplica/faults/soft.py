@@ -3,7 +3,8 @@ broker session keeps its leadership, so an election is observed, never required.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from operator import methodcaller
+from typing import TYPE_CHECKING
 
 from .failure import GONE_AT_RECOVERY, Failure
 
@@ -19,16 +20,8 @@ def restore(cluster: Cluster, node: int, timeout: float) -> None:
     cluster.resume(node)
 
 
-def strike_component(process: Any) -> None:
-    process.pause()
-
-
-def restore_component(process: Any) -> None:
-    process.resume()
-
-
 FAILURE = Failure(
     name="soft", doc="SIGSTOP, then SIGCONT", event="pause", restore_event="resume",
     colour="#9467bd", label="pause (SIGSTOP)", backends=None, moves_leadership=False,
     leader_gone=GONE_AT_RECOVERY, random=True, strike=strike, restore=restore,
-    strike_component=strike_component, restore_component=restore_component)
+    strike_component=methodcaller("pause"), restore_component=methodcaller("resume"))
