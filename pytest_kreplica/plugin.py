@@ -40,9 +40,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     from . import failure_plugin
+    from .logmodel import pytest_plugin as log_model
 
     _options.add_options(parser)
     failure_plugin.add_options(parser)
+    log_model.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,6 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .firstrun import FirstRunPlugin  # one-time preparation before any case runs
 
     config.pluginmanager.register(FirstRunPlugin(config), "kreplica-first-run")
+    from .logmodel import pytest_plugin as log_model  # marker, --kreplica-replay, fixtures
+
+    config.pluginmanager.register(log_model, "kreplica-log-model")
 
 
 def _matrices(config: pytest.Config) -> list[Matrix]:
