@@ -80,13 +80,15 @@ def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
 @st.composite
 def batches(draw: st.DrawFn) -> Batch:
     """A batch of 1..30 records: keys none / one fixed key / distinct keys, values of any
-    bytes (sometimes null), timestamps anywhere in the span (not ordered)."""
+    bytes (null where a key exists: kafka-python refuses a record with neither),
+    timestamps anywhere in the span (not ordered)."""
     count = draw(st.integers(1, 30), label="records")
     keys = draw(st.sampled_from(["none", "fixed", "distinct"]), label="keys")
     records = []
     for i in range(count):
         key = None if keys == "none" else b"k" if keys == "fixed" else b"k%d" % i
-        value = draw(st.one_of(st.binary(max_size=64), st.none()))
+        value = draw(st.binary(max_size=64) if key is None
+                     else st.one_of(st.binary(max_size=64), st.none()))
         records.append((key, value, draw(st.integers(0, TIME_SPAN_MS))))
     return Batch(tuple(records), draw(st.sampled_from(COMPRESSIONS)),
                  draw(st.sampled_from(["all", "1"])))
