@@ -38,7 +38,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pytest_kreplica.checker.verdict import ANOMALIES  # noqa: E402  (light: no Spark import)
+from pytest_kreplica.validation.checker.verdict import ANOMALIES  # noqa: E402  (light: no Spark import)
 
 PARTITIONS, PRODUCERS, CONSUMERS, BATCH = 16, 4, 4, 500
 
@@ -239,10 +239,11 @@ def run_measured(cmd: list[str], env: dict[str, str],
     return elapsed, peak / 2**20, out
 
 
-WARM = ("import json, sys, time; from pytest_kreplica.checker import check; "
+WARM = ("import json, sys, time; from pytest_kreplica.validation.checker import check; "
         "check(sys.argv[1]); t = time.perf_counter(); v = check(sys.argv[1]); "
         "print(json.dumps({'counts': v.counts, 'seconds': time.perf_counter() - t}))")
-BASELINE = ("import json, sys; from pytest_kreplica.checker.baseline import check_baseline; "
+BASELINE = ("import json, sys; "
+            "from pytest_kreplica.validation.checker.baseline import check_baseline; "
             "print(json.dumps(check_baseline(sys.argv[1]).counts))")
 
 

@@ -59,8 +59,8 @@ def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
     from pytest_kreplica.cluster.base import TopicSpec
     from pytest_kreplica.history import RunWriter
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.mirror import ClusterWriter, create_mirror_maker, probe
-    from pytest_kreplica.workload import Consumer, ProduceStats, produce
+    from pytest_kreplica.scenarios.mirror import ClusterWriter, create_mirror_maker, probe
+    from pytest_kreplica.scenarios.workload import Consumer, ProduceStats, produce
 
     case = parse_matrix(Path("bench-mirror.yaml"),
                         {**CASE, "dimensions": {**CASE["dimensions"],

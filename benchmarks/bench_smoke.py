@@ -41,9 +41,9 @@ def overhead(runs: int) -> None:
     import yaml
 
     from pytest_kreplica.cluster import create_cluster
+    from pytest_kreplica.cluster.pool import ClusterPool, cluster_spec
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.pool import ClusterPool, cluster_spec
-    from pytest_kreplica.scenario import run_case
+    from pytest_kreplica.scenarios.phases import run_case
 
     case = parse_matrix(Path("bench.yaml"), yaml.safe_load(TINY)).cases[0]
     with tempfile.TemporaryDirectory(prefix="kreplica-bench-") as tmp:

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_kreplica.replicas.batches import SegmentScanner
-from pytest_kreplica.replicas.synth import build_batch, segment_name
+from pytest_kreplica.validation.replicas.batches import SegmentScanner
+from pytest_kreplica.validation.replicas.synth import build_batch, segment_name
 
 SEGMENT_BYTES = 256 << 20
 REPLICAS = (1, 2, 3)
@@ -184,8 +184,8 @@ def main() -> int:
                     help="comma-separated: large, 1-record, mixed")
     args = ap.parse_args()
 
-    from pytest_kreplica.replicas.verify import verify_logs
-    from pytest_kreplica.spark import get_spark, stop_spark
+    from pytest_kreplica.validation.replicas.verify import verify_logs
+    from pytest_kreplica.validation.spark import get_spark, stop_spark
 
     root = Path(tempfile.mkdtemp(prefix="kreplica-bench-", dir=args.dir))
     t0 = time.perf_counter()

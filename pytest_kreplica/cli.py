@@ -14,10 +14,10 @@ from .history import SEMANTICS
 ENV_TRACEBACK = "KREPLICA_TRACEBACK"
 # sub-command -> "module:function"; the function takes the parsed args, returns an exit code
 COMMANDS = {
-    "check": "pytest_kreplica.checker.cli:run_check",
-    "verify-logs": "pytest_kreplica.replicas.cli:run_verify_logs",
+    "check": "pytest_kreplica.validation.checker.cli:run_check",
+    "verify-logs": "pytest_kreplica.validation.replicas.cli:run_verify_logs",
     "cluster": "pytest_kreplica.cluster.cli:run_cluster",
-    "fetch": "pytest_kreplica.distribution:run_fetch",
+    "fetch": "pytest_kreplica.cluster.distribution:run_fetch",
     "image": "pytest_kreplica.cluster.docker_image:run_image",
     "report": "pytest_kreplica.report.rebuild:run_report",
 }

@@ -50,7 +50,7 @@ def _print_cluster(cluster, elapsed: float) -> None:
 
 
 def _up(args) -> int:
-    from ..distribution import resolve
+    from .distribution import resolve
     from .process import ProcessCluster
 
     spec = _spec(args)

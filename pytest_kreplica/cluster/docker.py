@@ -184,7 +184,7 @@ class DockerCluster(AdminCluster):
         from .docker_image import ensure_image
 
         self.workdir.mkdir(parents=True, exist_ok=True)
-        from .. import distribution
+        from . import distribution
 
         sweep(self.client)
         self.dist = distribution.resolve(self.spec.kafka_version)
@@ -216,7 +216,7 @@ class DockerCluster(AdminCluster):
         """node.sh, server.properties and the log config into the node's (mounted) dir."""
         from importlib import resources
 
-        from ..distribution import resource_path
+        from .distribution import resource_path
 
         node_dir = node.log_dir.parent
         script = resources.files("pytest_kreplica").joinpath("resources", "docker", "node.sh")

@@ -169,7 +169,7 @@ def build_kafka_image(client: docker.DockerClient, version: str, jars: Iterable[
     if not _has_image(client, jre):
         build_jre_image(client, progress, jre)
     tag = tag or f"{KAFKA_REPOSITORY}:{version}"
-    from ..distribution import cache_dir
+    from .distribution import cache_dir
 
     with tempfile.TemporaryDirectory(prefix="kreplica-kafka-", dir=cache_dir()) as tmp:
         context = Path(tmp)
@@ -200,7 +200,7 @@ def ensure_layer_image(client: docker.DockerClient, base: str, tag: str, jars: I
     on the current ``base`` (the ``org.kreplica.base-image`` label holds the base's id);
     rebuilt under the image lock otherwise."""
     from .. import once
-    from ..distribution import cache_dir
+    from .distribution import cache_dir
 
     base_id = client.images.get(base).id
     with once.held(cache_dir() / "docker-images.lock", f"building the Docker image {tag}"):
@@ -234,7 +234,7 @@ def ensure_layer_image(client: docker.DockerClient, base: str, tag: str, jars: I
 
 def kafka_classpath(version: str | None) -> tuple[str, list[Path]]:
     """The concrete Kafka version and its jars, from the process backend's distribution."""
-    from .. import distribution
+    from . import distribution
 
     dist = distribution.resolve(version)
     return dist.version, [Path(jar) for jar in dist.classpath.split(os.pathsep) if jar]
@@ -247,7 +247,7 @@ def ensure_image(version: str | None, client: docker.DockerClient | None = None,
     if override and not rebuild:
         return override
     from .. import once
-    from ..distribution import cache_dir
+    from .distribution import cache_dir
 
     client = client or engine()
     concrete, jars = kafka_classpath(version)

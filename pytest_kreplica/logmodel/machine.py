@@ -27,8 +27,10 @@ from hypothesis.stateful import (
     rule,
 )
 
+from ..errors import ClusterError
+from ..waits import wait_for
 from .model import Batch, LogModel, ModelMismatch
-from .system import COMPRESSIONS, ISOLATIONS, LogSystem, OutOfRange, not_yet, wait_until
+from .system import COMPRESSIONS, ISOLATIONS, LogSystem, OutOfRange, SystemFailure
 
 TIME_SPAN_MS = 600_000  # record timestamps lie in the 10 minutes before the example began
 RETENTION_CHECK_MS = 250  # broker log.retention.check.interval.ms of the log-model cluster
@@ -165,12 +167,14 @@ class LogMachine(RuleBasedStateMachine):
                                 f"expected {expected}, seen {offsets}")
         self.model.append(records)
         if batch.acks != "all":  # acks=1 returns before the followers have it
-            def committed() -> None:
+            def committed() -> str | None:
                 hw = self.system.list_offset(self.topic, "latest")
-                if hw != self.model.high_watermark:
-                    raise not_yet(f"high watermark {hw}")
-            wait_until(f"high watermark {self.model.high_watermark} after an acks=1 produce",
-                       committed, HW_WAIT_S)
+                return None if hw == self.model.high_watermark else f"high watermark {hw}"
+            try:
+                wait_for(committed, HW_WAIT_S,
+                         f"high watermark {self.model.high_watermark} after an acks=1 produce")
+            except ClusterError as exc:
+                raise SystemFailure(str(exc)) from None
         return first
 
     @rule(position=st.integers(0, 100), isolation=st.sampled_from(ISOLATIONS),

@@ -116,8 +116,8 @@ def verify_topics(cluster: Cluster, topics: list[str], run_dir: Path,
                   spark_master: str | None = None) -> Any:
     """Snapshot every replica of ``topics`` into ``run_dir`` and run the replica-log
     verifier over the committed range; returns its verdict."""
-    from ..replicas.snapshot import snapshot_replicas
-    from ..replicas.verify import verify_logs
+    from ..validation.replicas.snapshot import snapshot_replicas
+    from ..validation.replicas.verify import verify_logs
 
     snapshot_replicas(cluster, topics, run_dir, timeout=60.0)
     return verify_logs(run_dir, spark_master=spark_master)

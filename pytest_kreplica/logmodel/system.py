@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
-
+from ..errors import ClusterError
+from ..waits import wait_for
 from .model import Record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,6 +26,7 @@ REPLICATION = 3
 ISOLATIONS = ("read_uncommitted", "read_committed")
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 REQUEST_TIMEOUT_MS = 10000
+RETRY_S = 15.0
 
 
 class OutOfRange(Exception):
@@ -36,34 +37,26 @@ class SystemFailure(AssertionError):
     """The system failed an operation the model expects to succeed (expected / seen)."""
 
 
-class _NotYet(Exception):
-    pass
+def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S) -> Any:
+    """``call()``, retried (bounded) while Kafka answers with a retriable error, such as
+    OFFSET_NOT_AVAILABLE from a new leader whose high watermark has not caught up yet."""
+    from kafka.errors import KafkaError
 
+    answer: list[Any] = []
 
-def wait_until(what: str, check: Callable[[], Any], timeout: float, poll: float = 0.05) -> Any:
-    """Poll ``check`` until it returns without raising ``_NotYet``; at the deadline raise
-    ``SystemFailure`` naming what was awaited and the last thing seen."""
-    last = ["nothing observed"]
-
-    def attempt() -> Any:
+    def attempt() -> str | None:
         try:
-            return check()
-        except _NotYet as exc:
-            last[0] = str(exc)
-            raise
-
+            answer[:] = [call()]
+        except KafkaError as exc:
+            if not (exc.retriable or exc.invalid_metadata):
+                raise
+            return f"{type(exc).__name__}: {exc}"
+        return None
     try:
-        for retry in Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(poll),
-                              retry=retry_if_exception_type(_NotYet), reraise=False):
-            with retry:
-                return attempt()
-    except RetryError:
-        raise SystemFailure(f"waited {timeout:g} s for {what}; last seen: {last[0]}") from None
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def not_yet(message: str) -> _NotYet:
-    return _NotYet(message)
+        wait_for(attempt, timeout, what, poll=0.1)
+    except ClusterError as exc:
+        raise SystemFailure(str(exc)) from None
+    return answer[0]
 
 
 class LogSystem:
@@ -177,7 +170,8 @@ class LogSystem:
             spec, OffsetTimestamp(spec) if isinstance(spec, int) else None)
         level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" \
             else IsolationLevel.READ_UNCOMMITTED
-        answer = self.admin().list_partition_offsets({tp: wire}, isolation_level=level)
+        answer = retrying(lambda: self.admin().list_partition_offsets(
+            {tp: wire}, isolation_level=level), f"ListOffsets {spec} of {topic}")
         offset = answer[tp].offset
         return None if offset < 0 else offset
 
@@ -245,12 +239,13 @@ class LogSystem:
             raise SystemFailure(f"reordering {topic} replicas to {order}: expected accepted, "
                                f"seen {errors[tp].__name__}")
 
-        def reordered() -> None:
+        def reordered() -> str | None:
             pending = admin.list_partition_reassignments([tp])
             _, now = self.replicas(topic)
             if pending or list(now) != order:
-                raise not_yet(f"replicas {list(now)}, pending reassignments {pending}")
-        wait_until(f"{topic} replicas reordered to {order}", reordered, timeout)
+                return f"replicas {list(now)}, pending reassignments {pending}"
+            return None
+        wait_for(reordered, timeout, f"{topic} replicas reordered to {order}")
         admin.elect_leaders(0, {topic: [PARTITION]})
         state = self.cluster.wait_for_leader(topic, PARTITION, not_in=set(replicas) - {target},
                                              timeout=timeout)

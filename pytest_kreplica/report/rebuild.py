@@ -39,9 +39,9 @@ def run_dirs(root: Path) -> list[Path]:
 def rebuild(run_dir: Path, semantics: str | None = None,
             spark_master: str | None = None) -> dict[str, Any]:
     """Check ``run_dir``'s history and write its verdict.json and report.html."""
-    from ..checker import check
     from ..history import read_run_json
-    from ..outcome import judge_case
+    from ..validation.checker import check
+    from ..validation.outcome import judge_case
     from .html import write_report
 
     verdict = check(run_dir, semantics=semantics, spark_master=spark_master)
@@ -81,7 +81,7 @@ def rebuild(run_dir: Path, semantics: str | None = None,
 
 def run_report(args) -> int:
     """``kreplica report RUN_DIR [--semantics S] [--spark-master URL]``."""
-    from ..spark import stop_spark
+    from ..validation.spark import stop_spark
     from .html import write_index
 
     root = Path(args.run_dir)

@@ -85,7 +85,7 @@ def history(tmp_path):
 
 @pytest.fixture(scope="session")
 def spark_session():
-    from pytest_kreplica.spark import get_spark, stop_spark
+    from pytest_kreplica.validation.spark import get_spark, stop_spark
 
     session = get_spark()
     yield session
@@ -97,9 +97,9 @@ def checker(request):
     """Both implementations of the rules: the Spark checker and the plain-Python baseline."""
     if request.param == "spark":
         request.getfixturevalue("spark_session")
-        from pytest_kreplica.checker import check
+        from pytest_kreplica.validation.checker import check
 
         return check
-    from pytest_kreplica.checker.baseline import check_baseline
+    from pytest_kreplica.validation.checker.baseline import check_baseline
 
     return lambda run_dir, semantics=None: check_baseline(run_dir, semantics)

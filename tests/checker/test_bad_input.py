@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pytest_kreplica.checker import check
-from pytest_kreplica.checker.baseline import check_baseline
 from pytest_kreplica.errors import HistoryError, InputError
+from pytest_kreplica.validation.checker import check
+from pytest_kreplica.validation.checker.baseline import check_baseline
 
 GOOD_SEND = {"process": 0, "topic": "t", "partition": 0, "id": "m0", "offset": 0,
              "status": "ok", "invoke_ns": 1, "complete_ns": 2, "error": None}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kreplica.checker import ANOMALIES
-from pytest_kreplica.checker.verdict import is_valid
+from pytest_kreplica.validation.checker import ANOMALIES
+from pytest_kreplica.validation.checker.verdict import is_valid
 
 ALO, EO, AMO = "at-least-once", "exactly-once", "at-most-once"
 EVERY = {ALO, EO, AMO}

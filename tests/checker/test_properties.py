@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_kreplica.checker import ANOMALIES
-from pytest_kreplica.checker.baseline import check_baseline
+from pytest_kreplica.validation.checker import ANOMALIES
+from pytest_kreplica.validation.checker.baseline import check_baseline
 
 from .generate import KINDS, clean_histories, plant
 
@@ -60,7 +60,7 @@ def test_planted_k_found_exactly_baseline(gen, kind, k, data):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_planted_k_found_exactly_spark(kind, spark_session):
-    from pytest_kreplica.checker import check
+    from pytest_kreplica.validation.checker import check
 
     @SPARK
     @given(gen=clean_histories(), k=st.integers(1, 3), data=st.data())

@@ -7,12 +7,16 @@ import json
 
 import pytest
 
-from pytest_kreplica.checker import check
+from pytest_kreplica.validation.checker import check
 
 
 def test_lost_in_log_and_unseen_not_in_log(history, spark_session):
-    pytest.importorskip("pytest_kreplica.replicas.locate")
-    from pytest_kreplica.replicas.synth import build_batch, message_values, write_partition
+    pytest.importorskip("pytest_kreplica.validation.replicas.locate")
+    from pytest_kreplica.validation.replicas.synth import (
+        build_batch,
+        message_values,
+        write_partition,
+    )
 
     h = history()
     h.acked(7).polls(1, [0, 1, 2]).event("rebalance", process=1).polls(1, [4, 5])

@@ -10,16 +10,16 @@ import pytest
 
 from pytest_kreplica.cli import main
 from pytest_kreplica.history import RunWriter, write_run_json
-from pytest_kreplica.replicas.synth import build_batch, message_values, write_partition
+from pytest_kreplica.validation.replicas.synth import build_batch, message_values, write_partition
 from tests.planted_loss import leader_kill, write_lost_m3
 
 
 @pytest.fixture
 def kreplica_check(spark_session, monkeypatch, capsys):
     """``kreplica check RUN --json`` in this process (the session's Spark stays up)."""
-    import pytest_kreplica.spark
+    import pytest_kreplica.validation.spark
 
-    monkeypatch.setattr(pytest_kreplica.spark, "stop_spark", lambda: None)
+    monkeypatch.setattr(pytest_kreplica.validation.spark, "stop_spark", lambda: None)
 
     def run(run_dir, *args):
         code = main(["check", str(run_dir), "--json", *args])
@@ -174,11 +174,11 @@ def test_a_snapshot_of_no_partition_cannot_be_checked(tmp_path, kreplica_check):
 def test_check_reports_what_the_case_concluded(tmp_path, kreplica_check):
     """The CaseResult run_case builds from the same parts (checker verdict, replica check,
     trade-off, coverage) passes exactly when ``kreplica check`` says ``passed``."""
-    from pytest_kreplica.checker import check
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.outcome import judge_case
-    from pytest_kreplica.scenario import CaseResult, ReplicaCheck
-    from pytest_kreplica.tradeoffs import judge  # noqa: F401 - the rule under test
+    from pytest_kreplica.scenarios.phases import CaseResult, ReplicaCheck
+    from pytest_kreplica.validation.checker import check
+    from pytest_kreplica.validation.outcome import judge_case
+    from pytest_kreplica.validation.tradeoffs import judge  # noqa: F401 - the rule under test
 
     case = parse_matrix(tmp_path / "m.yaml", {"dimensions": {"acks": [1],
                                                              "failure": ["hard"]}}).cases[0]

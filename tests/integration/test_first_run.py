@@ -15,13 +15,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pytest_kreplica import distribution
+from pytest_kreplica.cluster import distribution
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PREPARE = textwrap.dedent("""
     import json, sys
-    from pytest_kreplica import distribution
+    from pytest_kreplica.cluster import distribution
     from pytest_kreplica.cluster import prepared
     dist = distribution.resolve(sys.argv[1])
     has_archive = prepared.prepare_broker(dist)
@@ -59,7 +59,9 @@ def test_two_processes_prepare_an_empty_cache_once(tmp_path):
 
 
 def test_spark_archive_made_alongside_on_an_empty_cache(tmp_path, monkeypatch):
-    from pytest_kreplica import firstrun, once, spark
+    from pytest_kreplica import once
+    from pytest_kreplica.plugin import firstrun
+    from pytest_kreplica.validation import spark
 
     monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("KREPLICA_SPARK_MASTER", raising=False)

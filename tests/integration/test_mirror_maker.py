@@ -12,7 +12,7 @@ import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.mirror import (
+from pytest_kreplica.scenarios.mirror import (
     ClusterWriter,
     MirrorMaker,
 )
@@ -81,10 +81,10 @@ def test_checker_finds_anomalies_planted_in_a_real_mirrored_history(pair, mirror
     duplicate (shared/HISTORY.md "Mirrored runs")."""
     from pathlib import Path
 
-    from pytest_kreplica.checker import check
     from pytest_kreplica.history import write_run_json
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.workload import Consumer, produce
+    from pytest_kreplica.scenarios.workload import Consumer, produce
+    from pytest_kreplica.validation.checker import check
 
     source, target = pair
     mm, _ = mirror

@@ -13,8 +13,8 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, NodeState, TopicSpec, create_cluster
+from pytest_kreplica.faults.nemesis import ELECTION_BOUND_S, FaultPlan, Nemesis, scenario_checks
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.nemesis import ELECTION_BOUND_S, FaultPlan, Nemesis, scenario_checks
 
 STRIKE_KIND = {"clean": "terminate", "hard": "kill", "soft": "pause"}
 RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume"}

@@ -8,8 +8,13 @@ import struct
 
 import pytest
 
-from pytest_kreplica.replicas.batches import CRC_START, SegmentScanner, scan_segment
-from pytest_kreplica.replicas.synth import CODECS, build_batch, message_values, segment_name
+from pytest_kreplica.validation.replicas.batches import CRC_START, SegmentScanner, scan_segment
+from pytest_kreplica.validation.replicas.synth import (
+    CODECS,
+    build_batch,
+    message_values,
+    segment_name,
+)
 
 
 def crc32c_reference(data: bytes) -> int:

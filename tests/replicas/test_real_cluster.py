@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, TopicSpec, create_cluster
-from pytest_kreplica.replicas.batches import scan_segment
-from pytest_kreplica.replicas.layout import load_layout
-from pytest_kreplica.replicas.snapshot import snapshot_replicas
-from pytest_kreplica.replicas.synth import build_batch
-from pytest_kreplica.replicas.verify import verify_logs
+from pytest_kreplica.validation.replicas.batches import scan_segment
+from pytest_kreplica.validation.replicas.layout import load_layout
+from pytest_kreplica.validation.replicas.snapshot import snapshot_replicas
+from pytest_kreplica.validation.replicas.synth import build_batch
+from pytest_kreplica.validation.replicas.verify import verify_logs
 
 START_TIMEOUT = 120.0
 TOPIC = "verify-codecs"
@@ -320,8 +320,8 @@ def test_unreadable_snapshot_is_one_line_and_exit_2(tmp_path):
 
 # -- locate -----------------------------------------------------------------------------------
 def test_lost_ids_are_found_in_the_log_of_every_codec(written, run):
-    from pytest_kreplica.replicas.locate import locate_missing
-    from pytest_kreplica.spark import get_spark
+    from pytest_kreplica.validation.replicas.locate import locate_missing
+    from pytest_kreplica.validation.spark import get_spark
 
     acked = written[1]
     spark = get_spark()
@@ -349,8 +349,8 @@ def test_lost_ids_are_found_in_the_log_of_every_codec(written, run):
 
 def test_id_above_the_high_watermark_is_not_in_log(written, run):
     """Only the committed range counts: lower the HW below an id's offset."""
-    from pytest_kreplica.replicas.locate import locate_missing
-    from pytest_kreplica.spark import get_spark
+    from pytest_kreplica.validation.replicas.locate import locate_missing
+    from pytest_kreplica.validation.spark import get_spark
 
     acked = written[1]
     rid = "none-300"
@@ -387,7 +387,7 @@ def write_history(run: Path, acked: dict[str, int], not_polled: str, ghost: str)
 
 
 def test_check_tells_lost_by_the_broker_from_missed_by_the_consumer(written, run):
-    from pytest_kreplica.checker import check
+    from pytest_kreplica.validation.checker import check
 
     acked = written[1][0]
     write_history(run, acked, not_polled="none-200", ghost="ghost-1")
@@ -403,7 +403,7 @@ def test_check_tells_lost_by_the_broker_from_missed_by_the_consumer(written, run
 
 
 def test_case_runner_replica_check_on_the_live_cluster(cluster, written, tmp_path):
-    from pytest_kreplica.scenario import verify_replicas
+    from pytest_kreplica.scenarios.phases import verify_replicas
 
     check = verify_replicas(cluster, [TOPIC], len(CODECS), tmp_path)
     assert check.valid and check.at_rest, check.as_dict()

@@ -6,8 +6,12 @@ import struct
 
 import pytest
 
-from pytest_kreplica.replicas.records import RecordDecodeError, iter_record_ids, record_id
-from pytest_kreplica.replicas.synth import CODECS, build_batch, message_values
+from pytest_kreplica.validation.replicas.records import (
+    RecordDecodeError,
+    iter_record_ids,
+    record_id,
+)
+from pytest_kreplica.validation.replicas.synth import CODECS, build_batch, message_values
 
 
 @pytest.mark.parametrize("codec", list(CODECS))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.replicas.layout import load_layout
-from pytest_kreplica.replicas.scan import scan_partition
-from pytest_kreplica.replicas.synth import build_batch, write_partition
+from pytest_kreplica.validation.replicas.layout import load_layout
+from pytest_kreplica.validation.replicas.scan import scan_partition
+from pytest_kreplica.validation.replicas.synth import build_batch, write_partition
 
 NODES = (1, 2, 3)
 
@@ -109,13 +109,13 @@ def test_a_replica_without_files_collapses_nothing(tmp_path):
 
 @pytest.fixture(scope="module")
 def spark():
-    from pytest_kreplica.spark import get_spark
+    from pytest_kreplica.validation.spark import get_spark
 
     return get_spark()
 
 
 def test_a_clean_check_is_one_spark_job_and_a_faulty_one_too(spark, tmp_path):
-    from pytest_kreplica.replicas.verify import JOB_GROUP, verify_logs
+    from pytest_kreplica.validation.replicas.verify import JOB_GROUP, verify_logs
 
     tracker = spark.sparkContext.statusTracker()
     data = batches(40)

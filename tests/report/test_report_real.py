@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.failure_plugin import add_nemesis
 from pytest_kreplica.matrix import parse_matrix
+from pytest_kreplica.plugin.failures import add_nemesis
 from pytest_kreplica.report import build_verdict, read_verdict, write_report, write_verdict
 from pytest_kreplica.report.data import load
 
@@ -23,8 +23,8 @@ CASE = {"dimensions": {"failure": ["hard"], "target": ["leader"], "acks": [1],
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
     from pytest_kreplica.cluster import create_cluster
-    from pytest_kreplica.pool import cluster_spec
-    from pytest_kreplica.scenario import CaseHooks, run_case
+    from pytest_kreplica.cluster.pool import cluster_spec
+    from pytest_kreplica.scenarios.phases import CaseHooks, run_case
 
     (case,) = parse_matrix(Path("report-real.yaml"), CASE).cases
     cluster = create_cluster(cluster_spec(case), tmp_path_factory.mktemp("report-cluster"))
@@ -70,7 +70,7 @@ def test_real_run_report_matches_the_checker(real_run):
 
 
 def test_planted_lost_id_is_listed_with_its_partition_and_offset(real_run):
-    from pytest_kreplica.checker import check
+    from pytest_kreplica.validation.checker import check
 
     case, result = real_run
     run_dir = result.run_dir

@@ -38,7 +38,7 @@ def recorded_run(kreplica_output, kreplica_record) -> Callable[..., Any]:
 def mirror_pair_run(kreplica_options, kreplica_pool, recorded_run) -> Callable[..., Any]:
     """``mirror_pair_run(case, target_version=None) -> CaseResult``: a source and a target
     cluster from the session pool, MirrorMaker 2 between them, the case run and recorded."""
-    from pytest_kreplica.mirror import acquire_pair, run_mirror_case
+    from pytest_kreplica.scenarios.mirror import acquire_pair, run_mirror_case
 
     def run(case: Any, target_version: str | None = None) -> Any:
         def body(run_dir: Any) -> Any:

@@ -19,8 +19,8 @@ def upgrade_run(kreplica_options, kreplica_pool, recorded_run):
     """``upgrade_run(case) -> CaseResult``: a rolling upgrade under load on a cluster of its
     own (per-node versions), closed afterwards."""
     from pytest_kreplica.cluster.base import ClusterSpec
-    from pytest_kreplica.scenario import run_case
-    from pytest_kreplica.upgrade import VersionedCluster, upgrade_hooks
+    from pytest_kreplica.scenarios.phases import run_case
+    from pytest_kreplica.scenarios.upgrade import VersionedCluster, upgrade_hooks
 
     def run(case):
         def body(run_dir):
@@ -47,7 +47,7 @@ def upgrade_run(kreplica_options, kreplica_pool, recorded_run):
 
 @pytest.mark.kreplica_scenario("version-compat")
 def test_version_compat(kreplica_case, mirror_pair_run, upgrade_run):
-    from pytest_kreplica import distribution
+    from pytest_kreplica.cluster import distribution
 
     if kreplica_case.compat == "upgrade":
         result = upgrade_run(kreplica_case)

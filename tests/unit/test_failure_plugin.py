@@ -26,7 +26,7 @@ SOAK = """
 """
 HOOKS_TEST = """
     import pytest
-    from pytest_kreplica.scenario import CaseHooks
+    from pytest_kreplica.scenarios.phases import CaseHooks
 
     @pytest.mark.kreplica_scenario("replication")
     def test_case(kreplica_case, pytestconfig):

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from pytest_kreplica.firstrun import case_needs
 from pytest_kreplica.matrix import Case
+from pytest_kreplica.plugin.firstrun import case_needs
 
 MATRIX = """
     scenario: replication
@@ -21,7 +21,7 @@ MATRIX = """
 
 CONFTEST = """
     import os
-    from pytest_kreplica import firstrun
+    from pytest_kreplica.plugin import firstrun
 
     def record(needs):
         needs = sorted(needs, key=str)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec
+from pytest_kreplica.cluster.pool import ClusterPool, cluster_spec, spec_key
 from pytest_kreplica.errors import ClusterError
-from pytest_kreplica.pool import ClusterPool, cluster_spec, spec_key
 
 
 class FakeCluster:
@@ -70,6 +70,14 @@ def test_another_spec_closes_the_previous_cluster(pool):
                              ("start", "cluster-2-process-b4-kdefault")]
     pool.close_all()
     assert pool.log[-1] == ("close", "cluster-2-process-b4-kdefault") and len(pool) == 0
+
+
+def test_holds_tells_whether_an_eviction_closed_a_spec(pool):
+    assert not pool.holds(THREE)
+    pool.acquire(THREE)
+    assert pool.holds(THREE)
+    pool.acquire(FOUR)  # max_alive=1: evicts THREE
+    assert pool.holds(FOUR) and not pool.holds(THREE)
 
 
 def test_failed_start_closes_and_raises(tmp_path):

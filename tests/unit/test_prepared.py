@@ -11,7 +11,7 @@ import pytest
 
 from pytest_kreplica import once
 from pytest_kreplica.cluster import prepared
-from pytest_kreplica.distribution import Distribution
+from pytest_kreplica.cluster.distribution import Distribution
 
 
 @pytest.fixture

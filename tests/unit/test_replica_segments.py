@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from pytest_kreplica.cluster.base import PartitionState
-from pytest_kreplica.scenario import snapshot_and_compare
+from pytest_kreplica.scenarios.phases import snapshot_and_compare
 
 
 class LogDirsCluster:
@@ -59,7 +59,7 @@ def test_a_differing_closed_segment_is_reported(tmp_path):
 
 
 def test_not_at_rest_is_bounded_and_reported(tmp_path, monkeypatch):
-    import pytest_kreplica.scenario as scenario
+    import pytest_kreplica.scenarios.phases as scenario
 
     monkeypatch.setattr(scenario, "REST_TIMEOUT", 0.3)
     for node in (1, 2, 3):

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 from pytest_kreplica.cluster.base import PartitionState, TopicSpec
-from pytest_kreplica.replicas.layout import load_layout
-from pytest_kreplica.replicas.snapshot import snapshot_replicas
-from pytest_kreplica.replicas.synth import build_batch, message_values, write_partition
-from pytest_kreplica.replicas.verify import uncovered_replicas
+from pytest_kreplica.validation.replicas.layout import load_layout
+from pytest_kreplica.validation.replicas.snapshot import snapshot_replicas
+from pytest_kreplica.validation.replicas.synth import build_batch, message_values, write_partition
+from pytest_kreplica.validation.replicas.verify import uncovered_replicas
 
 
 class TwoLogDirs:

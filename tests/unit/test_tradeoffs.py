@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.replicas.synth import build_batch, message_values, write_partition
-from pytest_kreplica.tradeoffs import judge
+from pytest_kreplica.validation.replicas.synth import build_batch, message_values, write_partition
+from pytest_kreplica.validation.tradeoffs import judge
 from tests.planted_loss import leader_kill, write_lost_m3
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.upgrade import _FINALIZED_RE, _MAPPING_RE, VersionedCluster
+from pytest_kreplica.scenarios.upgrade import _FINALIZED_RE, _MAPPING_RE, VersionedCluster
 
 
 def test_mixed_cluster_nodes_may_only_be_newer_than_the_formatting_version(tmp_path):

@@ -1,0 +1,1 @@
+"""Faults: what the nemesis can strike, how it restores, and the plan it follows."""

@@ -1,0 +1,301 @@
+"""pytest plugin entry point (registered under ``pytest11``). Hooks, options and thin
+fixtures only; Kafka clients, Spark and cluster backends are imported lazily inside fixtures.
+
+A test function joins the matrix by asking for ``kreplica_case`` and naming its scenario::
+
+    @pytest.mark.kreplica_scenario("replication")
+    def test_replication(kreplica_case, kreplica_run):
+        kreplica_run(kreplica_case).assert_valid()
+
+Every selected matrix case of that scenario becomes one parametrized test, with markers from
+its values and matrix, so ``pytest -m "smoke and compression_gzip"`` selects a subset.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from . import options as _options
+from . import summary as _summary
+
+if TYPE_CHECKING:
+    from ..matrix import Case, Matrix
+
+_OPTIONS = pytest.StashKey["_options.KreplicaOptions"]()
+_MATRICES = pytest.StashKey["list[Matrix] | Exception"]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from ..logmodel import pytest_plugin as log_model
+    from . import failures as failure_plugin
+
+    _options.add_options(parser)
+    failure_plugin.add_options(parser)
+    log_model.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from ..matrix import static_markers
+
+    config.stash[_OPTIONS] = _options.resolve(config)
+    config.addinivalue_line(
+        "markers", "kreplica_scenario(name): parametrize this test (which must use the "
+                   "kreplica_case fixture) with every selected matrix case of scenario NAME")
+    config.addinivalue_line(
+        "markers", "kreplica_spec(key): the cluster a case needs (cases are ordered by it)")
+    for name, help_text in static_markers().items():
+        config.addinivalue_line("markers", f"{name}: {help_text}")
+    if not hasattr(config, "workerinput"):  # xdist workers report; the controller prints
+        config.pluginmanager.register(_SummaryCollector(config), "kreplica-summary")
+    from .failures import FailurePlugin  # nemesis, soak selection, index.html
+
+    config.pluginmanager.register(FailurePlugin(config), "kreplica-failures")
+    from .firstrun import FirstRunPlugin  # one-time preparation before any case runs
+
+    config.pluginmanager.register(FirstRunPlugin(config), "kreplica-first-run")
+    from ..logmodel import pytest_plugin as log_model  # marker, --kreplica-replay, fixtures
+
+    config.pluginmanager.register(log_model, "kreplica-log-model")
+
+
+def _matrices(config: pytest.Config) -> list[Matrix]:
+    """The selected matrices, loaded once per process; a problem is kept for
+    ``pytest_collection_modifyitems`` to report as one line."""
+    if _MATRICES not in config.stash:
+        from ..errors import MatrixError
+        from ..matrix import load_all, resolve_matrices
+
+        opts = config.stash[_OPTIONS]
+        defaults = {"kafka_version": opts.kafka_version, "backend": opts.backend}
+        if not opts.matrices and not opts.matrices_dir.is_dir():
+            # only an error where a scenario test needs cases (pytest_generate_tests)
+            config.stash[_MATRICES] = []
+            return []
+        try:
+            matrices = load_all(resolve_matrices(opts.matrices, opts.matrices_dir), defaults)
+        except MatrixError as exc:
+            config.stash[_MATRICES] = exc
+            return []
+        registered = {line.split(":")[0].split("(")[0] for line in config.getini("markers")}
+        for matrix in matrices:
+            for case in matrix.cases:
+                for name in case.markers:
+                    if name not in registered:
+                        config.addinivalue_line("markers", f"{name}: a kreplica matrix marker")
+                        registered.add(name)
+        config.stash[_MATRICES] = matrices
+    loaded = config.stash[_MATRICES]
+    return [] if isinstance(loaded, Exception) else loaded
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("kreplica_scenario")
+    if marker is None or "kreplica_case" not in metafunc.fixturenames:
+        return
+    scenario = marker.args[0] if marker.args else marker.kwargs.get("name", "replication")
+    opts = metafunc.config.stash[_OPTIONS]
+    if not opts.matrices and not opts.matrices_dir.is_dir():
+        from ..matrix import resolve_matrices
+
+        try:
+            resolve_matrices([], opts.matrices_dir)
+        except Exception as exc:  # MatrixError: one line, no traceback, exit != 0
+            pytest.fail(str(exc), pytrace=False)
+    from ..cluster.pool import cluster_spec, spec_key
+
+    params = []
+    for matrix in _matrices(metafunc.config):
+        for case in matrix.cases:
+            if case.scenario != scenario:
+                continue
+            marks = [getattr(pytest.mark, name) for name in case.markers]
+            marks.append(pytest.mark.kreplica_spec(spec_key(cluster_spec(case))))
+            params.append(pytest.param(case, id=case.case_id, marks=marks))
+    metafunc.parametrize("kreplica_case", params, indirect=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Validate the selected matrices before anything runs: under xdist the controller
+    collects nothing itself, so a worker's error would otherwise surface as a crash."""
+    if not hasattr(session.config, "workerinput"):
+        _matrices(session.config)
+        _stop_on_matrix_error(session.config)
+
+
+def _stop_on_matrix_error(config: pytest.Config) -> None:
+    loaded = config.stash.get(_MATRICES, None)
+    if isinstance(loaded, Exception):
+        raise pytest.UsageError(str(loaded))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    _stop_on_matrix_error(config)
+    # cases needing the same cluster run back to back (a worker keeps one cluster alive);
+    # sorted() is stable and every xdist worker sees the same input, so the same order
+    slots = [i for i, item in enumerate(items) if item.get_closest_marker("kreplica_spec")]
+    ordered = sorted((items[i] for i in slots),
+                     key=lambda item: item.get_closest_marker("kreplica_spec").args[0])
+    for i, item in zip(slots, ordered, strict=True):
+        items[i] = item
+
+
+# ------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="session")
+def kreplica_options(pytestconfig: pytest.Config) -> _options.KreplicaOptions:
+    """The resolved options (CLI > ini > env > default)."""
+    return pytestconfig.stash[_OPTIONS]
+
+
+@pytest.fixture
+def kreplica_case(request: pytest.FixtureRequest) -> Case:
+    """The matrix case this test instance runs (parametrized by ``kreplica_scenario``)."""
+    if not hasattr(request, "param"):
+        pytest.fail("kreplica_case needs @pytest.mark.kreplica_scenario(NAME) on the test")
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def kreplica_output(kreplica_options, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the run directories go: ``--kreplica-output`` or a directory under basetemp."""
+    if kreplica_options.output is not None:
+        kreplica_options.output.mkdir(parents=True, exist_ok=True)
+        return kreplica_options.output
+    return tmp_path_factory.mktemp("kreplica", numbered=False)
+
+
+@pytest.fixture(scope="session")
+def kreplica_cluster_factory() -> Callable[..., Any]:
+    """``(ClusterSpec, workdir) -> Cluster``; override it to plug in another backend."""
+    from ..cluster import create_cluster
+
+    return create_cluster
+
+
+@pytest.fixture(scope="session")
+def kreplica_pool(kreplica_cluster_factory, kreplica_options,
+                  tmp_path_factory: pytest.TempPathFactory):
+    """Clusters shared by this session's (= this xdist worker's) cases; all closed at the
+    end. Orphans of an earlier, killed session are reaped first. With ``--kreplica-output``
+    the clusters' directories (broker logs included) are kept beside the run directories."""
+    from ..cluster.pool import ClusterPool
+    from ..cluster.reaper import reap_orphans
+
+    reap_orphans()
+    if kreplica_options.output is not None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        workdir = kreplica_options.output / "clusters" / worker
+        workdir.mkdir(parents=True, exist_ok=True)
+    else:
+        workdir = tmp_path_factory.mktemp("kreplica-clusters")
+    pool = ClusterPool(workdir, kreplica_cluster_factory)
+    try:
+        yield pool
+    finally:
+        pool.close_all()
+
+
+@pytest.fixture
+def kreplica_record(request: pytest.FixtureRequest) -> Callable[[dict[str, Any]], None]:
+    """Attach a case's result row to this test's report (it reaches the xdist controller
+    and the summary table)."""
+
+    def record(row: dict[str, Any]) -> None:
+        request.node.user_properties.append((_summary.RESULT_PROPERTY, _summary.encode(row)))
+
+    return record
+
+
+@pytest.fixture
+def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool,
+                 kreplica_output: Path, kreplica_record):
+    """``kreplica_run(case) -> CaseResult``: take a healthy cluster from the pool, run the
+    case's workload (with every ``pytest_kreplica_case_hooks`` addition) into its run
+    directory, validate, and record the result for the summary."""
+    from ..cluster.pool import cluster_spec
+    from ..scenarios.phases import CaseHooks, run_case
+
+    def run(case: Case):
+        run_dir = kreplica_output / case.case_id
+        if run_dir.exists():  # histories are append-only: never mix two runs
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+        started = time.monotonic()
+        row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
+        try:
+            hooks = CaseHooks()
+            request.config.hook.pytest_kreplica_case_hooks(config=request.config, case=case,
+                                                           hooks=hooks)
+            acquired = time.monotonic()
+            cluster = kreplica_pool.acquire(cluster_spec(case))
+            result = run_case(case, cluster, run_dir, hooks=hooks,
+                              spark_master=kreplica_options.spark_master,
+                              replica_check=kreplica_options.replica_check,
+                              cluster_ready_s=time.monotonic() - acquired)
+            row = result.summary()
+            # per-phase timings as their own properties: they land in the JUnit XML
+            for name, seconds in result.phases.items():
+                request.node.user_properties.append((f"kreplica_phase_{name}", seconds))
+            for key in ("election_max_s", "seed"):
+                value = row.get(key, getattr(case, key, None))
+                if value is not None:
+                    request.node.user_properties.append((f"kreplica_{key}", value))
+            return result
+        finally:
+            row.setdefault("duration_s", time.monotonic() - started)
+            kreplica_record(row)
+
+    return run
+
+
+# ------------------------------------------------------------------------- summary
+class _SummaryCollector:
+    """Gathers one row per case from the test reports (on the xdist controller, from the
+    workers' reports) and prints the table."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "kreplica" not in report.keywords:
+            return
+        case_id = report.nodeid.rsplit("[", 1)[-1].rstrip("]")
+        row = self.rows.setdefault(report.nodeid, {"case_id": case_id})
+        for name, value in report.user_properties:
+            if name == _summary.RESULT_PROPERTY:
+                row.update(_summary.decode(value))
+        if report.failed:
+            row.setdefault("verdict", "error")  # failed before a result was recorded
+            row["outcome"] = "failed"
+        elif report.skipped:
+            row.setdefault("verdict", "skipped")
+        elif report.when == "call":
+            row.setdefault("verdict", "passed")  # a test that recorded no result
+        row.setdefault("outcome", "passed")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.rows:
+            return
+        rows = list(self.rows.values())
+        terminalreporter.section("kreplica matrix summary")
+        for line in _summary.render(rows):
+            terminalreporter.write_line(line)
+        self.config.hook.pytest_kreplica_summary(config=self.config, rows=rows,
+                                                 terminalreporter=terminalreporter)

@@ -1,0 +1,192 @@
+"""pytest side of the failure scenarios (C.2-C.5, C.8): puts a nemesis into every case whose
+``failure`` is not ``none``, adds the election time to the matrix summary, writes the run's
+index.html, keeps soak cases out of ordinary runs, and prints progress of long cases.
+
+Registered by ``plugin.pytest_configure``; imports of the nemesis and the report happen
+inside the hooks, so loading pytest stays light.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SOAK_MARKER = "soak"
+ASYNC_FAULT_RATE = 1000.0  # sends/s of an async producer while faults run: keeps soaks small
+PROGRESS_EVERY_S = 10.0
+ENV_DURATION = "KREPLICA_DURATION"
+
+
+def fault_plan(case: Any, duration: float | None = None) -> Any:
+    from ..faults.nemesis import FaultPlan
+
+    return FaultPlan(seed=case.seed, failure=case.failure, target=case.target,
+                     failures=case.failures, downtime_s=case.downtime,
+                     duration_s=duration if duration is not None else case.duration)
+
+
+class FailurePlugin:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.duration = _duration_override(config)
+
+    # -- cases -----------------------------------------------------------------------
+    def pytest_kreplica_case_hooks(self, config: pytest.Config, case: Any, hooks: Any) -> None:
+        if case.failure == "none":
+            return
+        if case.target == "mirror-maker":
+            return  # the two-cluster scenario drives MirrorMaker faults itself
+        duration = case.duration  # only duration-bounded (soak) cases take the override
+        if duration is not None and self.duration is not None:
+            duration = self.duration
+        add_nemesis(case, hooks, say=self._progress_sink(case), duration=duration)
+
+    def _progress_sink(self, case: Any):
+        """Progress goes to the case's progress.log, and to the terminal when this process
+        owns it (not an xdist worker, whose output pytest does not show live)."""
+        reporter = None
+        if not hasattr(self.config, "workerinput"):
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        lock = threading.Lock()
+
+        def say(ctx: Any, message: str) -> None:
+            line = f"[{case.case_id}] {message}"
+            with lock:
+                with open(ctx.run_dir / "progress.log", "a", encoding="utf-8") as out:
+                    out.write(f"{time.strftime('%H:%M:%S')} {message}\n")
+                if reporter is not None:
+                    reporter.write_line(line)
+
+        return say
+
+    # -- selection ------------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        """Soak cases run only when asked for (``-m soak`` or ``--kreplica-matrix
+        production``): a plain ``pytest tests/system`` must never start an hours-long run."""
+        markexpr = config.getoption("markexpr", "") or ""
+        matrices = getattr(config.option, "kreplica_matrix", None) or []
+        if SOAK_MARKER in markexpr or any("production" in str(m) for m in matrices):
+            return
+        keep, drop = [], []
+        for item in items:
+            (drop if item.get_closest_marker(SOAK_MARKER) else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    # -- summary ---------------------------------------------------------------------------
+    def pytest_kreplica_summary(self, config: pytest.Config, rows: list[dict[str, Any]],
+                                terminalreporter: Any) -> None:
+        from ..report import write_index
+
+        dirs = [Path(r["run_dir"]) for r in rows if r.get("run_dir")]
+        if not dirs:
+            return
+        root = Path(os.path.commonpath([str(d.parent) for d in dirs]))
+        try:
+            index = write_index(root)
+        except Exception as exc:  # the index is a convenience; never fail the run on it
+            terminalreporter.write_line(f"kreplica: index.html not written: {exc!r}")
+            return
+        if index is not None:
+            terminalreporter.write_line(f"kreplica report index: {index}")
+
+
+def add_nemesis(case: Any, hooks: Any, *, say: Any = None, duration: float | None = None
+                ) -> None:
+    """Put a nemesis for ``case`` into ``hooks`` (a ``scenario.CaseHooks``): it runs in the
+    produce phase (or the consume phase, ``fault_timing: consume``), the producer keeps
+    sending until its faults are done, and its records, elections and scenario checks go
+    into the case's verdict.json through ``ctx.extra``."""
+    done = threading.Event()
+    say = say or (lambda ctx, message: None)
+    if duration is None:
+        duration = case.duration
+
+    def nemesis(ctx: Any) -> None:
+        from ..faults.nemesis import Nemesis, scenario_checks
+
+        plan = fault_plan(case, duration)
+        partitions = [(t, p) for t in ctx.topics for p in range(case.partitions)]
+        nem = Nemesis(ctx.cluster, ctx.writer, plan, partitions,
+                      progress=lambda msg: say(ctx, msg))
+        ctx.extra["fault_plan"] = plan.to_dict()
+        ticker = _Ticker(ctx, nem, say)
+        try:
+            nem.run(stop=ctx.stop)
+        finally:
+            done.set()
+            ticker.stop()
+            records = [r.to_dict() for r in nem.records]
+            elections = [r["election_s"] for r in records if r["election_s"] is not None]
+            ctx.extra["faults"] = records
+            ctx.extra["election_s"] = elections
+            ctx.extra["election_max_s"] = max(elections) if elections else None
+            ctx.extra["checks"] = scenario_checks(
+                nem.records, unclean_leader_election=case.unclean_leader_election)
+
+    nemesis.__name__ = f"nemesis({case.failure} {case.target})"
+    if case.fault_timing == "consume":
+        hooks.during_consume.append(nemesis)
+    else:
+        hooks.during_produce.append(nemesis)
+        hooks.keep_producing.append(lambda: not done.is_set())
+        if case.producer_mode == "async" and hooks.produce_rate is None:
+            hooks.produce_rate = ASYNC_FAULT_RATE
+
+
+class _Ticker:
+    """Every ``PROGRESS_EVERY_S``: sent / acked / consumed and the next fault."""
+
+    def __init__(self, ctx: Any, nem: Any, say: Any):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, args=(ctx, nem, say), daemon=True,
+                                        name="kreplica-progress")
+        self._thread.start()
+
+    def _loop(self, ctx: Any, nem: Any, say: Any) -> None:
+        while not self._stop.wait(PROGRESS_EVERY_S):
+            stats, consumer = ctx.stats, ctx.consumer
+            sent, acked = getattr(stats, "sent", "?"), getattr(stats, "ok", "?")
+            consumed = getattr(consumer, "polled", "?")
+            if nem.current_fault:
+                faults = f"fault in progress: {nem.current_fault}"
+            else:
+                faults = f"next fault: {nem.next_fault or 'none'}"
+            say(ctx, f"sent {sent}, acked {acked}, consumed {consumed}; "
+                     f"{len(nem.records)} fault(s) struck; {faults}")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _duration_override(config: pytest.Config) -> float | None:
+    """``--kreplica-duration`` (or env ``KREPLICA_DURATION``) overrides the ``duration`` of
+    every soak case: the tox ``soak`` env passes the length of the run this way."""
+    value = getattr(config.option, "kreplica_duration", None)
+    if value is None:
+        value = os.environ.get(ENV_DURATION)
+    if value in (None, ""):
+        return None
+    try:
+        seconds = float(value)
+        if seconds <= 0:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(f"--kreplica-duration / {ENV_DURATION}: bad value {value!r}; "
+                                f"allowed: a number of seconds > 0") from None
+    return seconds
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kreplica")
+    group.addoption("--kreplica-duration", dest="kreplica_duration", default=None,
+                    help="seconds a soak case (matrix production, marker soak) produces and "
+                         f"injects faults; overrides its duration (env {ENV_DURATION})")

@@ -1,0 +1,112 @@
+"""The plugin's options: one help constant per option, shared by ``addoption`` and ``addini``,
+resolved once into a frozen ``KreplicaOptions`` with precedence CLI > ini > env > default
+(compared with ``is not None``: an empty string or ``false`` is a real value)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ..cluster import backend_names
+
+HELP_MATRIX = ("matrix to run: a name in the matrices directory or a path to a YAML file "
+               "(repeatable; default: every matrix of kreplica_matrices_dir)")
+HELP_MATRICES_DIR = "directory of matrix YAML files, relative to rootdir (default: matrices)"
+HELP_OUTPUT = ("directory for the cases' run directories, one sub-directory per case "
+               "(default: under pytest's basetemp; env KREPLICA_OUTPUT)")
+HELP_KAFKA_VERSION = ("Kafka version x.y.z for cases whose matrix does not set one "
+                      "(default: the newest 4.x with every artifact published; "
+                      "env KREPLICA_KAFKA_VERSION)")
+HELP_BACKEND = (f"cluster backend: {' | '.join(backend_names())} "
+                "(default: process; env KREPLICA_BACKEND)")
+HELP_SPARK_MASTER = ("Spark master URL for the validation (default: local; "
+                     "env KREPLICA_SPARK_MASTER)")
+HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "
+                         "(env KREPLICA_NO_REPLICA_CHECK=1)")
+
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kreplica", "Kafka replication matrices (pytest-kreplica)")
+    group.addoption("--kreplica-matrix", action="append", default=None, metavar="NAME|PATH",
+                    help=HELP_MATRIX)
+    group.addoption("--kreplica-output", default=None, metavar="DIR", help=HELP_OUTPUT)
+    group.addoption("--kreplica-kafka-version", default=None, metavar="X.Y.Z",
+                    help=HELP_KAFKA_VERSION)
+    group.addoption("--kreplica-backend", default=None, metavar="NAME", help=HELP_BACKEND)
+    group.addoption("--kreplica-spark-master", default=None, metavar="URL",
+                    help=HELP_SPARK_MASTER)
+    group.addoption("--kreplica-no-replica-check", action="store_true", default=None,
+                    help=HELP_NO_REPLICA_CHECK)
+    parser.addini("kreplica_matrices_dir", HELP_MATRICES_DIR, default="matrices")
+    # default=None: getini returns None when the ini file does not set the key
+    parser.addini("kreplica_output", HELP_OUTPUT, default=None)
+    parser.addini("kreplica_kafka_version", HELP_KAFKA_VERSION, default=None)
+    parser.addini("kreplica_backend", HELP_BACKEND, default=None)
+    parser.addini("kreplica_spark_master", HELP_SPARK_MASTER, default=None)
+    parser.addini("kreplica_no_replica_check", HELP_NO_REPLICA_CHECK, type="bool",
+                  default=None)
+
+
+@dataclass(frozen=True)
+class KreplicaOptions:
+    matrices: tuple[str, ...]
+    matrices_dir: Path
+    output: Path | None
+    kafka_version: str | None
+    backend: str
+    spark_master: str | None
+    replica_check: bool
+
+
+def _pick(*values: object | None) -> object | None:
+    return next((v for v in values if v is not None), None)
+
+
+def _truthy(text: str | None) -> bool | None:
+    if text is None:
+        return None
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _dimension_value(dimension: str, option: str, value: object | None) -> object | None:
+    """Options that set a matrix dimension's default accept exactly its values."""
+    if value is None:
+        return None
+    from ..matrix import DIMENSIONS, InvalidValue
+
+    try:
+        return DIMENSIONS[dimension].parse(value)
+    except InvalidValue as exc:
+        raise pytest.UsageError(f"{option}: bad value {value!r}; allowed: {exc}") from None
+
+
+def resolve(config: pytest.Config) -> KreplicaOptions:
+    """Read every option once; a bad value is a one-line ``pytest.UsageError``."""
+    env = os.environ
+    root = config.rootpath
+    output = _pick(config.getoption("kreplica_output"), config.getini("kreplica_output"),
+                   env.get("KREPLICA_OUTPUT"))
+    version = _pick(config.getoption("kreplica_kafka_version"),
+                    config.getini("kreplica_kafka_version"), env.get("KREPLICA_KAFKA_VERSION"))
+    version = _dimension_value("kafka_version", "--kreplica-kafka-version", version)
+    backend = _pick(config.getoption("kreplica_backend"), config.getini("kreplica_backend"),
+                    env.get("KREPLICA_BACKEND"), "process")
+    backend = _dimension_value("backend", "--kreplica-backend", backend)
+    no_check = _pick(config.getoption("kreplica_no_replica_check"),
+                     config.getini("kreplica_no_replica_check"),
+                     _truthy(env.get("KREPLICA_NO_REPLICA_CHECK")), False)
+    spark = _pick(config.getoption("kreplica_spark_master"),
+                  config.getini("kreplica_spark_master"), env.get("KREPLICA_SPARK_MASTER"))
+    return KreplicaOptions(
+        matrices=tuple(config.getoption("kreplica_matrix") or ()),
+        matrices_dir=root / str(config.getini("kreplica_matrices_dir") or "matrices"),
+        output=None if output in (None, "") else (Path.cwd() / str(output)).resolve(),
+        kafka_version=version,
+        backend=str(backend),
+        spark_master=None if spark in (None, "") else str(spark),
+        replica_check=not no_check,
+    )

@@ -1,0 +1,1 @@
+"""Validation: Spark, the history checker, the replica verifier and the verdict."""

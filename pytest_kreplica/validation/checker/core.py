@@ -1,0 +1,176 @@
+"""``check(run_dir)``: read a run directory, run the Spark rules, return a Verdict."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ...errors import CheckError, HistoryError, InputError, KreplicaError
+from ...history import EVENTS, POLLS, SEMANTICS, SENDS, read_run_json
+from .tables import (
+    Table,
+    check_run_dir,
+    find_table,
+    first_jsonl_problem,
+    first_problem,
+    parquet_schema_problem,
+    read_exempting_events,
+)
+from .verdict import ANOMALIES, DEFAULT_SEMANTICS, Verdict
+
+REPLICAS_JSON = "replicas.json"
+
+
+def resolve_semantics(semantics: str | None, meta: dict[str, Any]) -> str:
+    """Argument > run.json > at-least-once."""
+    chosen = semantics if semantics is not None else meta.get("semantics")
+    if chosen is None:
+        return DEFAULT_SEMANTICS
+    if chosen not in SEMANTICS:
+        raise InputError(f"semantics {chosen!r}: allowed: {', '.join(SEMANTICS)}")
+    return chosen
+
+
+def is_mirrored(run_dir: Path, meta: dict[str, Any]) -> bool:
+    """A MirrorMaker run maps its topics in run.json: ``"mirror": {"topics": {"t": "s.t"}}``."""
+    mirror = meta.get("mirror")
+    if mirror is None:
+        return False
+    topics = mirror.get("topics") if isinstance(mirror, dict) else None
+    if not isinstance(topics, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in topics.items()
+    ):
+        raise HistoryError(
+            f"{run_dir / 'run.json'}: key 'mirror.topics' must map topic names to topic names"
+        )
+    return True
+
+
+def check(
+    run_dir: str | os.PathLike[str],
+    semantics: str | None = None,
+    spark_master: str | None = None,
+) -> Verdict:
+    """Check a run directory's history against shared/HISTORY.md on Spark.
+
+    Raises HistoryError (one line naming the file, and the line where there is one) when the
+    directory cannot be read; returns a Verdict otherwise.
+    """
+    path = check_run_dir(run_dir)
+    meta = read_run_json(path, missing_ok=True)
+    chosen = resolve_semantics(semantics, meta)
+    mirrored = is_mirrored(path, meta)
+    sends_table = find_table(path, SENDS)
+    polls_table = find_table(path, POLLS)
+    for table in (sends_table, polls_table):
+        problem = parquet_schema_problem(table) if table.format == "parquet" else None
+        if problem:
+            raise HistoryError(problem)
+    exempting = read_exempting_events(find_table(path, EVENTS, required=False))
+
+    from ..spark import start_spark
+
+    spark = start_spark(spark_master)
+    extra: dict[str, Any] = {}
+    with _spark_errors(path):
+        from . import rules
+        from .tables import read_spark
+
+        frames = rules.build(read_spark(spark, sends_table),
+                             read_spark(spark, polls_table), exempting, mirrored)
+        raw = rules.count(frames)
+        _judge_bad_rows(raw, sends_table, polls_table, extra)
+        counts = {k: v for k, v in raw.items() if k not in ("bad_sends", "bad_polls",
+                                                            "reused_ids")}
+        if raw["reused_ids"]:
+            extra["reused_ids"] = raw["reused_ids"]
+        examples: dict[str, list] = {}
+        lookup = (path / REPLICAS_JSON).exists()
+        if any(counts[a] for a in ANOMALIES):
+            with rules.cached(frames):
+                examples = rules.examples(frames, counts)
+                if lookup:
+                    _locate_missing(spark, path, frames, counts, examples, extra)
+        elif lookup:
+            counts.update(in_log=0, not_in_log=0)
+    return Verdict.from_counts(counts, chosen, examples, extra)
+
+
+def _judge_bad_rows(raw: dict[str, int], sends: Table, polls: Table,
+                    extra: dict[str, Any]) -> None:
+    """Spark counted rows that break the contract: name the first one, or accept a last line
+    cut short by a crash (it was left out of every count)."""
+    for table, bad in ((sends, raw["bad_sends"]), (polls, raw["bad_polls"])):
+        if not bad:
+            continue
+        if table.format == "json":
+            problem, torn = first_jsonl_problem(table)
+            if problem is None and torn and bad == 1:
+                extra.setdefault("ignored_torn_last_line", []).append(table.path.name)
+                continue
+        else:
+            problem = first_problem(table)
+        raise HistoryError(problem or f"{table}: {bad} rows do not match the contract")
+
+
+def _locate_missing(spark, run_dir: Path, frames, counts: dict[str, int],
+                    examples: dict[str, list], extra: dict[str, Any]) -> None:
+    """Where the replica-log verifier is installed, look the lost and unseen ids up in the
+    replicas' logs: ``in_log`` (kept by the broker, missed by the consumer) / ``not_in_log``.
+    ``locate_missing(spark, run_dir, missing)`` gets a DataFrame (id, cluster, topic,
+    partition, offset, anomaly) and returns ``{"counts": {...}, "examples": {...}}``."""
+    if not counts["lost"] + counts["unseen"]:
+        counts.update(in_log=0, not_in_log=0)
+        return
+    try:
+        from ..replicas.locate import locate_missing
+    except ImportError as exc:
+        if exc.name not in (None, "pytest_kreplica.validation.replicas",
+                            "pytest_kreplica.validation.replicas.locate"):
+            raise
+        extra["replica_lookup"] = ("not available "
+                                   "(pytest_kreplica.validation.replicas.locate missing)")
+        return
+    from . import rules
+
+    found = locate_missing(spark, run_dir, rules.missing_ids(frames)) or {}
+    found_counts = dict(found.get("counts", {}))
+    for key in ("in_log", "not_in_log"):
+        counts[key] = int(found_counts.pop(key, 0) or 0)
+    if found_counts:
+        extra["replica_lookup"] = found_counts
+    for key, rows in (found.get("examples") or {}).items():
+        if rows:
+            examples[key] = list(rows)
+
+
+class _spark_errors:
+    """Turn a Spark / py4j failure into one line (no Java traceback reaches the user)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None or isinstance(exc, KreplicaError) or not isinstance(exc, Exception):
+            return False
+        if isinstance(exc, OSError):  # a file of the run vanished while it was read
+            raise CheckError(f"{self.run_dir}: could not be read to the end: "
+                             f"{exc.strerror or exc} ({exc.filename or 'a file'})") from None
+        try:
+            from py4j.protocol import Py4JError
+            from pyspark.errors import PySparkException
+        except ImportError:  # pragma: no cover
+            return False
+        if not isinstance(exc, PySparkException | Py4JError):
+            return False
+        from ..spark import spark_log
+
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise HistoryError(
+            f"{self.run_dir}: Spark could not check this run: {first[:300]} (Spark log: "
+            f"{spark_log()})"
+        ) from None

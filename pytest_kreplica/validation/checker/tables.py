@@ -1,0 +1,319 @@
+"""Finding, validating and reading the tables of a run directory (shared/HISTORY.md).
+
+Each table is ``NAME.jsonl`` (JSON Lines) or ``NAME.parquet`` (a file or a folder of files)
+with the same columns. Spark reads them with explicit schemas (no inference pass); the plain
+Python code here validates row by row, which the baseline checker uses for everything and the
+Spark checker uses only to name the first bad line once Spark has counted bad rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import HistoryError
+from ...history import EVENTS, POLLS, SENDS, STATUSES
+
+INT, STR = "int", "str"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # INT or STR
+    required: bool = False
+    allowed: tuple[str, ...] | None = None
+
+
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    SENDS: (
+        Column("process", INT, True),
+        Column("topic", STR, True),
+        Column("partition", INT, True),
+        Column("id", STR, True),
+        Column("offset", INT),
+        Column("status", STR, True, STATUSES),
+        Column("invoke_ns", INT, True),
+        Column("complete_ns", INT, True),
+        Column("error", STR),
+        Column("cluster", STR),
+    ),
+    POLLS: (
+        Column("process", INT, True),
+        Column("poll", INT, True),
+        Column("topic", STR, True),
+        Column("partition", INT, True),
+        Column("offset", INT, True),
+        Column("id", STR, True),
+        Column("time_ns", INT, True),
+        Column("index", INT),
+        Column("cluster", STR),
+    ),
+    EVENTS: (
+        Column("time_ns", INT, True),
+        Column("kind", STR, True),
+        Column("process", INT),
+        Column("node", STR),
+        Column("role", STR),
+        Column("detail", STR),
+        Column("cluster", STR),
+    ),
+}
+EXEMPTING_EVENTS = ("assign", "rebalance")
+CORRUPT = "_corrupt_record"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    path: Path
+    format: str  # "json" or "parquet"
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def find_table(run_dir: Path, name: str, required: bool = True) -> Table | None:
+    """``NAME.jsonl`` or ``NAME.parquet`` in ``run_dir``; exactly one of them may exist."""
+    jsonl, parquet = run_dir / f"{name}.jsonl", run_dir / f"{name}.parquet"
+    found = [t for t in (Table(name, jsonl, "json"), Table(name, parquet, "parquet"))
+             if t.path.exists()]
+    if len(found) == 2:
+        raise HistoryError(f"{run_dir}: both {jsonl.name} and {parquet.name} exist; keep one")
+    if found:
+        table = found[0]
+        if table.format == "parquet" and table.path.is_dir() and not parquet_files(table.path):
+            raise HistoryError(f"{table.path}: folder holds no .parquet file")
+        return table
+    if required:
+        raise HistoryError(f"{run_dir}: no {name} table ({jsonl.name} or {parquet.name})")
+    return None
+
+
+def check_run_dir(run_dir: str | os.PathLike[str]) -> Path:
+    path = Path(run_dir)
+    if not path.exists():
+        raise HistoryError(f"{path}: no such run directory")
+    if not path.is_dir():
+        raise HistoryError(f"{path}: not a directory")
+    return path
+
+
+def parquet_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*.parquet") if p.is_file() and
+                  not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
+
+
+# ---------------------------------------------------------------- row validation (Python)
+
+_SPECS = {name: tuple((c.name, c.kind == INT, c.required, c.allowed) for c in cols)
+          for name, cols in COLUMNS.items()}
+
+
+def row_problem(name: str, row: Any) -> str | None:
+    """Why a decoded row breaks the contract, or None. Integers must be JSON integers."""
+    if not isinstance(row, dict):
+        return f"expected a JSON object, found {type(row).__name__}"
+    get = row.get
+    for key, is_int, required, allowed in _SPECS[name]:
+        value = get(key)
+        if value is None:
+            if required:
+                return f"key '{key}' is missing or null"
+            continue
+        kind = type(value)
+        if is_int:
+            if kind is not int:
+                return f"key '{key}' is {json.dumps(value)}; expected an integer"
+        elif kind is not str and not (key == "node" and kind is int):
+            return f"key '{key}' is {json.dumps(value)}; expected a string"
+        if allowed is not None and value not in allowed:
+            return f"key '{key}' is {value!r}; allowed: {', '.join(allowed)}"
+    return None
+
+
+def iter_jsonl(table: Table, tolerate_torn_tail: bool = True) -> Iterator[dict[str, Any]]:
+    """Validated rows of a JSON Lines table; blank lines are skipped. A last line without
+    its newline that does not parse is a write cut short by a crash: skipped when
+    ``tolerate_torn_tail``. Anything else bad raises HistoryError naming file and line."""
+    try:
+        handle = open(table.path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise HistoryError(f"{table.path}: cannot read: {exc.strerror}") from None
+    loads = json.loads
+    with handle:
+        lineno = 0
+        for raw in handle:
+            lineno += 1
+            if not raw.strip():
+                continue
+            try:
+                row = loads(raw.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                if tolerate_torn_tail and not raw.endswith(b"\n") and _at_eof(handle):
+                    return
+                msg = getattr(exc, "msg", None) or str(exc)
+                raise HistoryError(f"{table.path}:{lineno}: not valid JSON: {msg}") from None
+            problem = row_problem(table.name, row)
+            if problem:
+                raise HistoryError(f"{table.path}:{lineno}: {problem}")
+            yield row
+
+
+def _at_eof(handle: Any) -> bool:
+    return handle.read(1) == b""
+
+
+def first_jsonl_problem(table: Table) -> tuple[str | None, bool]:
+    """(one-line message for the first bad line or None, whether a torn last line exists)."""
+    try:
+        for _ in iter_jsonl(table, tolerate_torn_tail=False):
+            pass
+    except HistoryError as exc:
+        torn = _torn_tail(table.path)
+        text = str(exc)
+        if torn and text.startswith(f"{table.path}:{torn}:"):
+            return None, True
+        return text, bool(torn)
+    return None, False
+
+
+def _torn_tail(path: Path) -> int:
+    """Line number of a last line lacking its newline (a write cut short), else 0."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        handle.seek(0)
+        return sum(1 for _ in handle)
+
+
+def parquet_schema_problem(table: Table) -> str | None:
+    """Check column names and types in the Parquet footers (cheap: no data read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for file in parquet_files(table.path):
+        try:
+            schema = pq.read_schema(file)
+        except (OSError, pa.ArrowException) as exc:
+            return f"{file}: not a readable Parquet file: {str(exc).splitlines()[0]}"
+        for col in COLUMNS[table.name]:
+            if col.name not in schema.names:
+                if col.required:
+                    return f"{file}: column '{col.name}' is missing"
+                continue
+            kind = schema.field(col.name).type
+            ok = (pa.types.is_integer(kind) if col.kind == INT
+                  else pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                  or (col.name == "node" and pa.types.is_integer(kind)))
+            if not pa.types.is_null(kind) and not ok:
+                expected = "an integer" if col.kind == INT else "a string"
+                return f"{file}: column '{col.name}' has type {kind}; expected {expected}"
+    return None
+
+
+def iter_parquet(table: Table) -> Iterator[dict[str, Any]]:
+    """Validated rows of a Parquet table, in file order."""
+    import pyarrow.parquet as pq
+
+    problem = parquet_schema_problem(table)
+    if problem:
+        raise HistoryError(problem)
+    names = [c.name for c in COLUMNS[table.name]]
+    for file in parquet_files(table.path):
+        parquet = pq.ParquetFile(file)
+        present = [n for n in names if n in parquet.schema_arrow.names]
+        row_number = 0
+        for batch in parquet.iter_batches(columns=present, batch_size=65536):
+            for row in batch.to_pylist():
+                row_number += 1
+                problem = row_problem(table.name, row)
+                if problem:
+                    raise HistoryError(f"{file}: row {row_number}: {problem}")
+                yield row
+
+
+def iter_rows(table: Table) -> Iterator[dict[str, Any]]:
+    return iter_jsonl(table) if table.format == "json" else iter_parquet(table)
+
+
+def first_problem(table: Table) -> str | None:
+    """The first bad row of a table as one line, for when Spark has counted bad rows."""
+    if table.format == "json":
+        return first_jsonl_problem(table)[0]
+    try:
+        for _ in iter_parquet(table):
+            pass
+    except HistoryError as exc:
+        return str(exc)
+    return None
+
+
+def read_exempting_events(table: Table | None) -> dict[int, list[int]]:
+    """process -> sorted times of its ``assign`` / ``rebalance`` events. The events table is
+    small (faults and assignments), so it is read and validated in Python."""
+    times: dict[int, list[int]] = {}
+    if table is None:
+        return times
+    for row in iter_rows(table):
+        if row["kind"] in EXEMPTING_EVENTS and row.get("process") is not None:
+            times.setdefault(row["process"], []).append(row["time_ns"])
+    for values in times.values():
+        values.sort()
+    return times
+
+
+# ---------------------------------------------------------------- Spark readers
+
+def spark_schema(name: str, with_corrupt: bool = False):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    fields = [StructField(c.name, LongType() if c.kind == INT else StringType(), True)
+              for c in COLUMNS[name]]
+    if with_corrupt:
+        fields.append(StructField(CORRUPT, StringType(), True))
+    return StructType(fields)
+
+
+def read_spark(spark, table: Table):
+    """A DataFrame with every column of the contract (absent optional ones as null) and
+    ``_bad`` (1 where the row breaks the contract: unparsable, a wrong type, a required
+    column null, an unknown status)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType
+
+    columns = COLUMNS[table.name]
+    if table.format == "json":
+        df = (spark.read.schema(spark_schema(table.name, with_corrupt=True))
+              .option("mode", "PERMISSIVE")
+              .option("columnNameOfCorruptRecord", CORRUPT)
+              .json(str(table.path)))
+        broken = F.col(CORRUPT).isNotNull()
+    else:
+        problem = parquet_schema_problem(table)
+        if problem:
+            raise HistoryError(problem)
+        raw = spark.read.parquet(*[str(p) for p in parquet_files(table.path)])
+        present = set(raw.columns)
+        df = raw.select(*[
+            (F.col(c.name) if c.name in present else F.lit(None))
+            .cast(LongType() if c.kind == INT else StringType()).alias(c.name)
+            for c in columns
+        ])
+        broken = F.lit(False)
+    for col in columns:
+        if col.required:
+            broken = broken | F.col(col.name).isNull()
+        if col.allowed is not None:
+            broken = broken | ~F.col(col.name).isin(*col.allowed)
+    return df.select(*[c.name for c in columns], F.coalesce(broken, F.lit(True)).alias("_bad"))

@@ -1,0 +1,264 @@
+"""One SparkSession per process, shared by the history checker and the replica-log verifier.
+
+Local mode (``local[2]``) by default; ``master`` (or env ``KREPLICA_SPARK_MASTER``) points at a
+real Spark cluster. pyspark is imported here, lazily, never at plugin import time.
+
+Start-up is most of a small check's time, so the driver JVM is tuned as shared/SPARK-NOTES.md
+measured: UI off, ParallelGC, a quiet log4j2 file (errors only), and an application class-data
+archive (AppCDS). The archive is made once, by the first session that finds none: that JVM runs
+with ``-XX:ArchiveClassesAtExit`` and is asked to exit by itself in ``stop_spark()``; later
+sessions map it with ``-XX:SharedArchiveFile``. It lives under ``$KREPLICA_CACHE/spark`` (default
+``~/.cache/kreplica/spark``), keyed by Java, Spark and option versions.
+Env ``KREPLICA_SPARK_CDS=0`` turns the archive off; ``KREPLICA_SPARK_DRIVER_MEMORY`` (default 2g)
+sizes the local driver.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import CheckError, KreplicaError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+ENV_MASTER = "KREPLICA_SPARK_MASTER"
+ENV_CACHE = "KREPLICA_CACHE"
+ENV_CDS = "KREPLICA_SPARK_CDS"
+ENV_DRIVER_MEMORY = "KREPLICA_SPARK_DRIVER_MEMORY"
+DEFAULT_MASTER = "local[2]"
+DEFAULT_DRIVER_MEMORY = "2g"
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+_archive_pending: tuple[Path, Path, contextlib.ExitStack] | None = None  # dump, archive, lock
+
+
+def cache_dir() -> Path:
+    """Where downloaded and generated artefacts are kept between runs."""
+    root = os.environ.get(ENV_CACHE)
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "kreplica"
+
+
+def log4j_config() -> Path:
+    """The quiet log4j2 file shipped with the package."""
+    return Path(str(resources.files("pytest_kreplica") / "resources" / "log4j2-spark.properties"))
+
+
+def resolve_master(master: str | None = None) -> str:
+    """Argument > env ``KREPLICA_SPARK_MASTER`` > ``local[2]`` (compared with ``is not None``)."""
+    if master is not None:
+        return master
+    return os.environ.get(ENV_MASTER) or DEFAULT_MASTER
+
+
+def _java_version() -> str:
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
+    try:
+        out = subprocess.run(
+            [str(java), "-XshowSettings:properties", "-version"],
+            capture_output=True, text=True, timeout=30, check=False,
+        ).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    for line in out.splitlines():
+        if "java.runtime.version" in line:
+            return line.split("=", 1)[1].strip()
+    return ""
+
+
+def _archive_path(base_options: str) -> Path | None:
+    """The AppCDS archive for this Java + Spark + option set, or None when turned off."""
+    if os.environ.get(ENV_CDS, "1") == "0":
+        return None
+    import pyspark
+
+    java = _java_version()
+    if not java:
+        return None
+    key = hashlib.sha256(f"{java}|{pyspark.__version__}|{base_options}".encode()).hexdigest()
+    return cache_dir() / "spark" / f"spark-{pyspark.__version__}-java{java}-{key[:12]}.jsa"
+
+
+def _base_options() -> str:
+    return f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{log4j_config()}"
+
+
+def class_data_archive() -> Path | None:
+    """Where the local driver's class-data archive for this Java and Spark lives (it may not
+    exist yet); None when turned off or the master is not local."""
+    return _archive_path(_base_options()) if resolve_master().startswith("local") else None
+
+
+def _driver_java_options(local: bool) -> str:
+    global _archive_pending
+    base = _base_options()
+    archive = _archive_path(base) if local else None
+    if archive is None:
+        return base
+    # -Xlog:cds off: a stale or mismatched archive must not print to the user's terminal
+    quiet = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+    if archive.is_file():
+        return f"{base} {quiet} -XX:SharedArchiveFile={archive}"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    claim = _claim_archive(archive)
+    if claim is None:  # another process is making it: run without, do not wait
+        return base
+    _prune_dead_dumps(archive.parent)
+    dump = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
+    _archive_pending = (dump, archive, claim)
+    return f"{base} {quiet} -XX:ArchiveClassesAtExit={dump}"
+
+
+def _claim_archive(archive: Path) -> contextlib.ExitStack | None:
+    """The archive's machine-wide lock (``once``), held until ``stop_spark`` publishes it;
+    None when another process holds it."""
+    from .. import once
+
+    stack = contextlib.ExitStack()
+    if stack.enter_context(once.held(archive.with_name(archive.name + ".lock"),
+                                     "making Spark's class-data archive", blocking=False)):
+        once.say("kreplica: making Spark's class-data archive (once, written when this "
+                 "Spark session stops)")
+        return stack
+    stack.close()
+    return None
+
+
+def _prune_dead_dumps(directory: Path) -> None:
+    """Half-written archives of killed processes (``.<archive>.<pid>.tmp``, ~170 MB each)."""
+    for dump in directory.glob(".spark-*.jsa.*.tmp"):
+        try:
+            pid = int(dump.name.rsplit(".", 2)[-2])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                dump.unlink()
+        except (ValueError, PermissionError):
+            continue
+
+
+def spark_log() -> Path:
+    """The file the driver JVM's stdout and stderr go to (Java warnings, Spark errors), so
+    none of it reaches the user's terminal; error messages point here."""
+    return cache_dir() / "spark" / "logs" / f"driver-{os.getpid()}.log"
+
+
+def _prune_logs(directory: Path, keep_seconds: float = 86400.0) -> None:
+    now = time.time()
+    for old in directory.glob("driver-*.log"):
+        with contextlib.suppress(OSError):
+            if now - old.stat().st_mtime > keep_seconds:
+                old.unlink()
+
+
+def get_spark(master: str | None = None) -> SparkSession:
+    """Return the process-wide session, creating it on first use."""
+    global _session
+    with _lock:
+        if _session is not None:
+            return _session
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # pyspark vs pandas 3 notice
+            from pyspark import SparkConf, SparkContext
+            from pyspark.java_gateway import launch_gateway
+            from pyspark.sql import SparkSession
+
+        url = resolve_master(master)
+        local = url.startswith("local")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        conf = (
+            SparkConf(loadDefaults=False)
+            .setAppName("kreplica")
+            .setMaster(url)
+            .set("spark.ui.enabled", "false")
+            .set("spark.ui.showConsoleProgress", "false")
+            .set("spark.sql.shuffle.partitions", "4")
+            .set("spark.sql.adaptive.enabled", "true")
+            .set("spark.driver.extraJavaOptions", _driver_java_options(local))
+        )
+        if local:
+            memory = os.environ.get(ENV_DRIVER_MEMORY) or DEFAULT_DRIVER_MEMORY
+            conf.set("spark.driver.memory", memory)
+        gateway = None
+        if SparkContext._gateway is None:
+            log = spark_log()
+            log.parent.mkdir(parents=True, exist_ok=True)
+            _prune_logs(log.parent)
+            with open(log, "ab") as sink:  # the child keeps its own descriptor
+                gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
+        context = SparkContext(conf=conf, gateway=gateway)
+        context.setLogLevel("ERROR")
+        _session = SparkSession(context)
+        return _session
+
+
+def stop_spark() -> None:
+    """Stop the shared session. When this process's JVM is making the class-data archive,
+    let it exit by itself (that is when the archive is written) and publish the archive."""
+    global _session, _archive_pending
+    with _lock:
+        if _session is None:
+            return
+        session, _session = _session, None
+        session.stop()
+        pending, _archive_pending = _archive_pending, None
+        if pending is not None:
+            dump, archive, claim = pending
+            with claim:
+                _finish_archive(dump, archive)
+
+
+def _finish_archive(dump: Path, archive: Path) -> None:
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None:
+        return
+    with contextlib.suppress(Exception):  # the connection drops as the JVM exits
+        gateway.jvm.java.lang.System.exit(0)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=30)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc.returncode == 0 and dump.is_file() and dump.stat().st_size > 0:
+        os.replace(dump, archive)  # atomic: a concurrent maker's archive is equivalent
+    else:
+        dump.unlink(missing_ok=True)
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    with contextlib.suppress(Exception):
+        stop_spark()
+
+
+def start_spark(spark_master: str | None = None):
+    """The Spark session, or CheckError (one line naming the Spark log) when its JVM cannot
+    start: a check that could not run is exit 2, never "invalid"."""
+    try:
+        return get_spark(spark_master)
+    except KreplicaError:
+        raise
+    except Exception as exc:
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()),
+                     type(exc).__name__)
+        raise CheckError(f"Spark could not start ({type(exc).__name__}: {first[:300]}); "
+                         f"check JAVA_HOME and Java 17+ (Spark log: {spark_log()})") from None
