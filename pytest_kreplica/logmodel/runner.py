@@ -30,7 +30,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "ci": {"max_examples": 50, "stateful_step_count": 20, "max_disruptions": 1},
     "soak": {"max_examples": 20_000, "stateful_step_count": 60, "max_disruptions": 3},
     # the teeth tests: a planted fault must be found and shrunk quickly
-    "teeth": {"max_examples": 40, "stateful_step_count": 12, "max_disruptions": 0},
+    "teeth": {"max_examples": 25, "stateful_step_count": 10, "max_disruptions": 0},
 }
 ENV_EXAMPLES = "KREPLICA_LOG_EXAMPLES"
 DATABASE_DIR = "hypothesis-db"
