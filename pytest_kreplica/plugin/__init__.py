@@ -26,6 +26,7 @@ import pytest
 from ..cluster import Cluster, ClusterSpec, create_cluster, reap_orphans
 from ..cluster.pool import ClusterPool, cluster_spec, spec_key
 from ..errors import MatrixError
+from ..logmodel import pytest_plugin as log_model
 from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
@@ -46,6 +47,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
     failures.add_options(parser)
+    log_model.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(FailurePlugin(config), "kreplica-failures")
     # one-time preparation before any case runs
     config.pluginmanager.register(FirstRunPlugin(config), "kreplica-first-run")
+    # the log model's marker, --kreplica-replay and fixtures
+    config.pluginmanager.register(log_model, "kreplica-log-model")
 
 
 def _matrices(config: pytest.Config) -> list[Matrix]:

@@ -1,0 +1,123 @@
+"""Run the log machine against a cluster under a Hypothesis profile; on a failure write the
+shrunk program as a replay file into the run directory; at the end compare the replicas.
+
+Profiles (``PROFILES``): ``ci`` is 50 examples x 20 steps on one reused cluster (a few
+minutes on 2 cores), ``soak`` runs for hours (``KREPLICA_LOG_EXAMPLES`` overrides the number
+of examples of any profile). The example database lives under the output directory, so a
+failure found once is tried first on the next run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.stateful import run_state_machine_as_test
+
+from .machine import RETENTION_CHECK_MS, LogEnv, LogMachine
+from .replay import write_replay
+from .system import LogSystem
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..cluster.base import Cluster, ClusterSpec
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "ci": {"max_examples": 50, "stateful_step_count": 20, "max_disruptions": 1},
+    "soak": {"max_examples": 20_000, "stateful_step_count": 60, "max_disruptions": 3},
+    # the teeth tests: a planted fault must be found and shrunk quickly
+    "teeth": {"max_examples": 25, "stateful_step_count": 10, "max_disruptions": 0},
+}
+ENV_EXAMPLES = "KREPLICA_LOG_EXAMPLES"
+DATABASE_DIR = "hypothesis-db"
+
+
+def cluster_spec(kafka_version: str | None, backend: str) -> ClusterSpec:
+    """The cluster the log model needs: 3 nodes, retention checked every 250 ms."""
+    from ..cluster.base import ClusterSpec
+
+    return ClusterSpec(brokers=3, kafka_version=kafka_version, backend=backend).with_config(
+        log_retention_check_interval_ms=RETENTION_CHECK_MS, log_initial_task_delay_ms=0)
+
+
+def profile_settings(profile: str, database_dir: Path | None) -> settings:
+    """Hypothesis settings of ``profile`` (examples overridable by KREPLICA_LOG_EXAMPLES)."""
+    if profile not in PROFILES:
+        raise ValueError(f"log-model profile {profile!r} is unknown; allowed: "
+                         f"{', '.join(PROFILES)}")
+    chosen = PROFILES[profile]
+    examples = int(os.environ.get(ENV_EXAMPLES) or chosen["max_examples"])
+    return settings(
+        max_examples=examples, stateful_step_count=chosen["stateful_step_count"],
+        deadline=None, derandomize=False, print_blob=True,
+        database=None if database_dir is None else DirectoryBasedExampleDatabase(
+            str(database_dir)),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck))
+
+
+@dataclass
+class LogModelRun:
+    """What one run did (for the test's assertions and the docs' figures)."""
+
+    examples: int
+    steps: int
+    seconds: float
+    topics: list[str]
+    run_dir: Path
+
+
+def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
+                  machine: type[LogMachine] = LogMachine, database_dir: Path | None = None,
+                  read_timeout_s: float = 10.0, topic_prefix: str = "logmodel") -> LogModelRun:
+    """Run ``machine`` under ``profile``; a failure writes ``run_dir/replay.py`` (the shrunk
+    program), adds its path to the exception, and re-raises."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    system = LogSystem(cluster, read_timeout_s=read_timeout_s)
+    env = LogEnv(system, run_dir, topic_prefix=topic_prefix,
+                 max_disruptions=PROFILES[profile]["max_disruptions"])
+    started = time.monotonic()
+    try:
+        run_state_machine_as_test(lambda: machine(env),
+                                  settings=profile_settings(profile, database_dir))
+    except BaseException as exc:
+        path = write_replay(run_dir, env.program, machine, exc)
+        exc.add_note(f"log model: the minimal program ({len(env.program)} steps) is in {path}; "
+                     f"re-run it with: pytest --kreplica-replay {path}")
+        raise
+    finally:
+        system.close()
+    return LogModelRun(env.examples, env.steps, time.monotonic() - started, env.topics,
+                       run_dir)
+
+
+def replay_program(cluster: Cluster, run_dir: Path, steps: list[tuple[str, dict[str, Any]]],
+                   machine: type[LogMachine], read_timeout_s: float = 10.0) -> LogEnv:
+    """Run a recorded program step by step (invariants after each) on a new topic."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    system = LogSystem(cluster, read_timeout_s=read_timeout_s)
+    env = LogEnv(system, run_dir, topic_prefix=f"replay-{int(time.time())}",
+                 max_disruptions=len(steps))
+    try:
+        state = machine(env)
+        for name, kwargs in steps:
+            state.replay_step(name, kwargs)
+        state.teardown()
+    finally:
+        system.close()
+    return env
+
+
+def verify_topics(cluster: Cluster, topics: list[str], run_dir: Path,
+                  spark_master: str | None = None) -> Any:
+    """Snapshot every replica of ``topics`` into ``run_dir`` and run the replica-log
+    verifier over the committed range; returns its verdict."""
+    from ..validation.replicas.snapshot import snapshot_replicas
+    from ..validation.replicas.verify import verify_logs
+
+    snapshot_replicas(cluster, topics, run_dir, timeout=60.0)
+    return verify_logs(run_dir, spark_master=spark_master)

@@ -1,0 +1,51 @@
+"""The log model against a real 3-node cluster (issue 18): the CI profile (50 examples x
+20 steps on one reused pool cluster), the soak profile (hours; runs only with ``-m soak``),
+and the replica-log verifier over every topic the examples wrote."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from pytest_kreplica.logmodel.runner import (
+    DATABASE_DIR,
+    ENV_EXAMPLES,
+    PROFILES,
+    run_log_model,
+    verify_topics,
+)
+
+pytestmark = pytest.mark.log_model
+
+
+def _run_and_verify(cluster, run_dir, output, profile, kreplica_options):
+    started = time.monotonic()
+    run = run_log_model(cluster, run_dir, profile=profile,
+                        database_dir=output / DATABASE_DIR)
+    print(f"log model {profile}: {run.examples} examples, {run.steps} steps in "
+          f"{run.seconds:.1f} s (total with topic setup {time.monotonic() - started:.1f} s)")
+    verdict = verify_topics(cluster, run.topics, run_dir, kreplica_options.spark_master)
+    assert verdict.valid, verdict.summary()
+    assert verdict.counts["partitions"] == len(run.topics)
+    for topic in run.topics:
+        cluster.delete_topics([topic])
+    return run
+
+
+@pytest.mark.ci
+def test_log_model_ci(kreplica_log_cluster, kreplica_log_dir, kreplica_output,
+                      kreplica_options):
+    run = _run_and_verify(kreplica_log_cluster, kreplica_log_dir, kreplica_output, "ci",
+                          kreplica_options)
+    wanted = int(os.environ.get(ENV_EXAMPLES) or PROFILES["ci"]["max_examples"])
+    assert run.examples >= wanted  # Hypothesis may add explicit / database examples
+    assert run.steps > run.examples
+
+
+@pytest.mark.soak
+def test_log_model_soak(kreplica_log_cluster, kreplica_log_dir, kreplica_output,
+                        kreplica_options):
+    _run_and_verify(kreplica_log_cluster, kreplica_log_dir, kreplica_output, "soak",
+                    kreplica_options)

@@ -1,0 +1,94 @@
+"""The log model's pure logic, the replay file format and the rule weights (no Kafka)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_kreplica.logmodel.machine import WEIGHTS, LogMachine
+from pytest_kreplica.logmodel.model import Batch, LogModel, ModelMismatch, Record
+from pytest_kreplica.logmodel.replay import load_replay, render
+
+pytestmark = pytest.mark.log_model
+
+
+def model_with(timestamps: list[int]) -> LogModel:
+    model = LogModel()
+    model.append([(None, b"v%d" % i, ts) for i, ts in enumerate(timestamps)])
+    return model
+
+
+def test_append_gives_dense_offsets_and_reads_return_them():
+    model = model_with([5, 1, 9])
+    assert model.high_watermark == 3
+    assert [r.offset for r in model.read(1, 10)] == [1, 2]
+    assert model.readable(0) and model.readable(3) and not model.readable(4)
+
+
+def test_check_read_names_expected_and_seen():
+    model = model_with([5, 1, 9])
+    good = model.read(0, 3)
+    model.check_read(0, good, "here", 3)
+    with pytest.raises(ModelMismatch, match="expected 3 records .* seen 2"):
+        model.check_read(0, good[:2], "here", 3)
+    wrong = [good[0], Record(1, None, b"other", 1)]
+    with pytest.raises(ModelMismatch, match="record #1: expected"):
+        model.check_read(0, wrong, "here", 2)
+    with pytest.raises(ModelMismatch, match="past the high watermark"):
+        model.check_read(2, [good[2], Record(3, None, b"x", 0)], "here", 1)
+
+
+def test_delete_records_moves_the_log_start_only_forward():
+    model = model_with([1, 2, 3, 4])
+    assert model.delete_records(2) == 2
+    assert model.delete_records(1) == 2
+    assert not model.readable(1)
+    with pytest.raises(ValueError):
+        model.delete_records(5)
+    model.observe_log_start(2, "x")
+    with pytest.raises(ModelMismatch, match="expected 2, seen 3"):
+        model.observe_log_start(3, "x")
+
+
+def test_retention_is_a_range_up_to_the_first_record_to_keep():
+    model = model_with([10, 30, 20, 50, 15])
+    # cutoff 25: offsets 0 may go; offset 1 (ts 30) blocks everything after it
+    assert model.allow_retention(25) == (0, 1)
+    model.observe_log_start(0, "no segment deleted yet")  # allowed: segment-granular
+    model.observe_log_start(1, "first segment deleted")
+    with pytest.raises(ModelMismatch, match="between 1 and 1|expected 1"):
+        model.observe_log_start(2, "too far")
+    # cutoff past every timestamp: the whole log may go
+    assert model.allow_retention(100) == (1, 5)
+    model.observe_log_start(5, "all gone")
+    assert model.read(5, 10) == []
+
+
+@given(st.lists(st.integers(0, 100), max_size=30), st.integers(0, 30), st.integers(-1, 101))
+def test_offset_for_time_is_the_first_offset_at_or_after(timestamps, start, target):
+    model = model_with(timestamps)
+    model.delete_records(min(start, model.high_watermark))
+    want = next((o for o in range(model.log_start, len(timestamps))
+                 if timestamps[o] >= target), None)
+    assert model.offset_for_time(target) == want
+
+
+def test_replay_file_round_trips(tmp_path):
+    program = [("create_topic", {"segment_bytes": 1024}),
+               ("produce", {"batch": Batch(((b"k", None, 7), (None, b"\x00v", 9)), "gzip", "1")}),
+               ("read", {"position": 100, "isolation": "read_committed", "limit": 3})]
+    path = tmp_path / "replay.py"
+    path.write_text(render(program, LogMachine, 'ModelMismatch: boom """quoted"""\nmore'))
+    steps, machine = load_replay(path)
+    assert steps == program
+    assert machine is LogMachine
+    text = path.read_text()
+    assert "pytest --kreplica-replay" in text and "def test_replay(kreplica_log_replay)" in text
+    compile(text, str(path), "exec")
+
+
+def test_rules_are_registered_by_weight():
+    names = [r.function.__name__ for r in LogMachine.setup_state().rules]
+    for name, weight in WEIGHTS.items():
+        assert names.count(name) == weight, name
