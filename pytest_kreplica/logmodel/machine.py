@@ -27,6 +27,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from ..cluster.config import topic_configs
 from ..errors import ClusterError
 from ..waits import wait_for
 from .model import Batch, LogModel, ModelMismatch
@@ -221,7 +222,6 @@ class LogMachine(RuleBasedStateMachine):
     @recorded
     def alter_segments(self, segment_ms: int | None, segment_bytes: int | None) -> None:
         """Roll segments by time or size from now on (None: the broker default)."""
-        from ..cluster.config import topic_configs
 
         version = getattr(self.system.cluster, "kafka_version", None) or "4"
         key = next(iter(topic_configs(version, {"segment.bytes": "1"})))

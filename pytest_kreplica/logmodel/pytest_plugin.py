@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from .replay import load_machine
+
 MARKER = "log_model"
 MARKER_HELP = ("the stateful log-model property test (issue 18): Hypothesis drives a topic's "
                "log and a model side by side on a real cluster")
@@ -62,8 +64,7 @@ def kreplica_log_dir(kreplica_output: Path, request: pytest.FixtureRequest) -> P
 def kreplica_log_replay(kreplica_log_cluster: Any, kreplica_log_dir: Path
                         ) -> Callable[[list, str], None]:
     """``replay(STEPS, MACHINE)``: run a replay file's program on a new topic."""
-    from .replay import load_machine
-    from .runner import replay_program
+    from .runner import replay_program  # lazy: Hypothesis
 
     def replay(steps: list, machine: str) -> None:
         replay_program(kreplica_log_cluster, kreplica_log_dir, steps, load_machine(machine))

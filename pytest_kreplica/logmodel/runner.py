@@ -19,6 +19,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
+from ..cluster.base import ClusterSpec
+from ..validation.replicas.snapshot import snapshot_replicas
+from ..validation.replicas.verify import verify_logs
 from .machine import RETENTION_CHECK_MS, LogEnv, LogMachine
 from .replay import write_replay
 from .system import LogSystem
@@ -38,7 +41,6 @@ DATABASE_DIR = "hypothesis-db"
 
 def cluster_spec(kafka_version: str | None, backend: str) -> ClusterSpec:
     """The cluster the log model needs: 3 nodes, retention checked every 250 ms."""
-    from ..cluster.base import ClusterSpec
 
     return ClusterSpec(brokers=3, kafka_version=kafka_version, backend=backend).with_config(
         log_retention_check_interval_ms=RETENTION_CHECK_MS, log_initial_task_delay_ms=0)
@@ -116,8 +118,6 @@ def verify_topics(cluster: Cluster, topics: list[str], run_dir: Path,
                   spark_master: str | None = None) -> Any:
     """Snapshot every replica of ``topics`` into ``run_dir`` and run the replica-log
     verifier over the committed range; returns its verdict."""
-    from ..validation.replicas.snapshot import snapshot_replicas
-    from ..validation.replicas.verify import verify_logs
 
     snapshot_replicas(cluster, topics, run_dir, timeout=60.0)
     return verify_logs(run_dir, spark_master=spark_master)

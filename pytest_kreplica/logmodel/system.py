@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..cluster.base import TopicSpec
 from ..errors import ClusterError
 from ..waits import wait_for
 from .model import Record
@@ -123,7 +124,6 @@ class LogSystem:
 
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, topic: str, segment_bytes: int) -> None:
-        from ..cluster.base import TopicSpec
 
         self.cluster.create_topics([TopicSpec(topic, 1, REPLICATION, {
             "segment.bytes": str(segment_bytes), "min.insync.replicas": "2"})])

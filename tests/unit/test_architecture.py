@@ -25,7 +25,7 @@ MAX_LINES = 400
 HEAVY = {"pyspark", "kafka", "docker", "matplotlib", "pyarrow", "pandas", "numpy", "py4j"}
 #: ... plus those the plugin module itself must not load either (test_plugin.py
 #: ``test_plugin_import_stays_light``): a lazy import of a module that pulls one in is needed
-LAZY = HEAVY | {"yaml", "psutil", "allpairspy"}
+LAZY = HEAVY | {"yaml", "psutil", "allpairspy", "hypothesis"}
 
 
 @dataclass(frozen=True)
