@@ -17,9 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..history import RunWriter, now_ns
+
+if TYPE_CHECKING:
+    from ..matrix import Case
 
 PRODUCER_PROCESS = 0
 CONSUMER_PROCESS = 1
@@ -82,7 +85,7 @@ def _targets(topics: Sequence[str], partitions: int) -> list[tuple[str, int]]:
     return [(t, p) for t in topics for p in range(partitions)]
 
 
-def producer_config(case: Any, bootstrap: str) -> dict[str, Any]:
+def producer_config(case: Case, bootstrap: str) -> dict[str, Any]:
     return {
         "bootstrap_servers": bootstrap.split(","),
         "client_id": "kreplica-producer",
@@ -100,7 +103,7 @@ def producer_config(case: Any, bootstrap: str) -> dict[str, Any]:
     }
 
 
-def produce(case: Any, topics: Sequence[str], bootstrap: str, writer: RunWriter,
+def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
             stats: ProduceStats | None = None, stop: threading.Event | None = None,
             process: int = PRODUCER_PROCESS, keep_going: Callable[[], bool] | None = None,
             max_rate: float | None = None) -> ProduceStats:
