@@ -9,6 +9,7 @@ log lines.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +33,13 @@ class ClusterSpec:
     # tells apart clusters a case needs several of (mirrored runs: "source" / "target");
     # "" for the single cluster of an ordinary case
     role: str = ""
+    # the nodes' inter-broker and controller links pass a fault proxy (link faults)
+    links: bool = False
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)
         merged.update({k.replace("_", "."): str(v) for k, v in settings.items()})
-        return ClusterSpec(self.brokers, self.kafka_version, tuple(sorted(merged.items())),
-                           self.backend, self.role)
+        return dataclasses.replace(self, broker_config=tuple(sorted(merged.items())))
 
 
 @dataclass

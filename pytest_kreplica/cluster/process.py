@@ -28,7 +28,7 @@ import psutil
 
 from ..errors import ClusterError, NodeError
 from . import config as kconfig
-from . import distribution, prepared, reaper
+from . import distribution, linkproxy, prepared, reaper
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, _wait_until
 from .base import ClusterSpec, Node, NodeState
@@ -130,6 +130,7 @@ class ProcessCluster(AdminCluster):
         self._admin_key: str | None = None
         self._lock = threading.RLock()
         self.timings: dict[str, float] = {}
+        self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -178,6 +179,8 @@ class ProcessCluster(AdminCluster):
                 self._format_all()
             self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
+            if self.links is not None:
+                self.links.start()
             for node in self._nodes:
                 self._launch(node)
             self.timings["launch"] = time.monotonic() - t1
@@ -201,6 +204,10 @@ class ProcessCluster(AdminCluster):
         addresses = [kconfig.NodeAddress(i + 1, HOST, self._ports[2 * i], self._ports[2 * i + 1])
                      for i in range(n)]
         voters = kconfig.quorum_voters(addresses)
+        if self.spec.links:
+            self.links = linkproxy.LinkProxy.plan(
+                self.workdir, HOST, {a.node_id: a.controller_port for a in addresses})
+            voters = self.links.voters()
         self.cluster_id = kconfig.new_cluster_id()
         for addr in addresses:
             home = self.workdir / f"node-{addr.node_id}"
@@ -208,6 +215,8 @@ class ProcessCluster(AdminCluster):
             data.mkdir(parents=True, exist_ok=True)
             props = kconfig.server_properties(addr, voters, str(data), n,
                                               self.spec.broker_config, tuned=self.tuned)
+            if self.links is not None:
+                props = self.links.node_properties(addr.node_id, props)
             (home / "server.properties").write_text(kconfig.render_properties(props))
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
                                     log_dir=data, log_file=home / "server.log"))
@@ -412,6 +421,8 @@ class ProcessCluster(AdminCluster):
             self._signal_group(proc, signal.SIGKILL)
         for node_id in self._procs:
             self._states[node_id] = NodeState.STOPPED
+        if self.links is not None:
+            self.links.close()
         if not self.detached:
             kports.release_ports(self._ports)
             self._ports = []
