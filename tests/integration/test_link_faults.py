@@ -1,0 +1,225 @@
+"""Link faults on a real 3-node process cluster whose links pass a Toxiproxy server.
+
+One cluster (``ClusterSpec(links=True)``) is shared by the module; each test leaves it
+healthy. Every fault is struck, measured on the degraded route, restored and measured again;
+the one-way partition of a leader is watched in metadata: its ISR shrinks while nothing
+reaches it and grows back after the heal, and nothing acknowledged with acks=all is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+
+from pytest_kreplica.cluster import linkproxy
+from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
+from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.faults import links
+from pytest_kreplica.waits import wait_for
+
+START_TIMEOUT = 120.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = ProcessCluster(ClusterSpec(brokers=3, links=True), tmp_path_factory.mktemp("links"))
+    c.start(timeout=START_TIMEOUT)
+    pid = c.links.pid
+    yield c
+    c.close()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, \
+        f"Toxiproxy (pid {pid}) outlived close()"
+
+
+@pytest.fixture
+def topic(cluster, request):
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", request.node.name)[:100]
+    cluster.create_topics([TopicSpec(name, partitions=1, replication_factor=3,
+                                     config={"min.insync.replicas": "2"})])
+    cluster.wait_healthy([name], timeout=60)
+    yield name
+    cluster.wait_healthy([name], timeout=90)
+
+
+def test_links_are_routed_through_the_proxy(cluster):
+    """Brokers advertise their proxy port for replication and the voters name the proxy's
+    controller ports; clients keep the nodes' own ports."""
+    props = (cluster.workdir / "node-1" / "server.properties").read_text()
+    route = cluster.links.routes["n1-replication"]
+    assert f"REPLICATION://127.0.0.1:{route.listen}" in props
+    assert "inter.broker.listener.name=REPLICATION" in props
+    for node in cluster.nodes:
+        ctrl = cluster.links.routes[f"n{node.node_id}-controller"]
+        assert f"{node.node_id}@127.0.0.1:{ctrl.listen}" in props
+        assert ctrl.upstream == node.controller_port
+    assert cluster.bootstrap_servers == ",".join(n.address for n in cluster.nodes)
+
+
+@pytest.mark.parametrize("failure", sorted(links.LINK_FAULTS))
+def test_fault_acts_and_heals(cluster, topic, failure):
+    node = cluster.partition_state(topic, 0).leader
+    try:
+        measured = links.strike(cluster, node, failure)
+        toxics = cluster.links.toxics(f"n{node}-replication")
+        assert len(toxics) == len(links.LINK_FAULTS[failure].toxics), toxics
+    finally:
+        healed = links.restore(cluster, node, failure)
+    assert cluster.links.toxics(f"n{node}-replication") == []
+    if failure == "slow_link":
+        rtt = float(re.search(r"round trip (\d+) ms", measured).group(1))
+        rate = float(re.search(r"([\d.]+) KiB/s", measured).group(1))
+        assert rtt >= links.LATENCY_MS and rate <= 1.5 * links.RATE_KIB_S, measured
+    elif failure == "one_way_partition":
+        assert "toward the node no answer" in measured, measured
+    else:
+        assert int(re.search(r"(\d+) of \d+ connections reset", measured).group(1)) > 0
+    assert float(re.search(r"round trip (\d+) ms", healed).group(1)) < 1000, healed
+
+
+def _produce(cluster, topic, stop, acked, failed):
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
+                             request_timeout_ms=4000, delivery_timeout_ms=5000,
+                             retries=0, max_block_ms=5000)
+    try:
+        i = 0
+        while not stop.is_set():
+            value = f"m{i}".encode()
+            started = time.monotonic()
+            try:
+                meta = producer.send(topic, value, partition=0).get(timeout=10)
+                acked.append((meta.offset, value, time.monotonic() - started))
+            except Exception:
+                failed.append(value)
+            i += 1
+    finally:
+        producer.close(5)
+
+
+def test_one_way_partition_of_the_leader_shrinks_and_regrows_the_isr(cluster, topic):
+    """Nothing reaches the leader: its followers stop fetching and leave the ISR (acks=all
+    with min ISR 2 then refuses writes); after the heal the ISR is full again, and every
+    acknowledged record is in the log."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    leader = cluster.partition_state(topic, 0).leader
+    stop, acked, failed = threading.Event(), [], []
+    producer = threading.Thread(target=_produce, args=(cluster, topic, stop, acked, failed))
+    producer.start()
+    try:
+        wait_for(lambda: None if len(acked) > 20 else f"{len(acked)} acked", 30,
+                 "the producer under way")
+        links.strike(cluster, leader, "one_way_partition")
+        struck = time.monotonic()
+        wait_for(lambda: None if len(cluster.partition_state(topic, 0).isr) < 3
+                 else str(cluster.partition_state(topic, 0)), 30,
+                 "the ISR shrinking while nothing reaches the leader")
+        shrunk_s = time.monotonic() - struck
+    finally:
+        links.restore(cluster, leader, "one_way_partition")
+    healed = time.monotonic()
+    cluster.wait_healthy([topic], timeout=90)
+    regrown_s = time.monotonic() - healed
+    stop.set()
+    producer.join(30)
+    assert acked, "nothing was acknowledged"
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                             enable_auto_commit=False, consumer_timeout_ms=10000)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    seen = {(r.offset, r.value) for r in consumer}
+    consumer.close()
+    lost = [(o, v) for o, v, _ in acked if (o, v) not in seen]
+    print(f"ISR shrank {shrunk_s:.1f} s after the strike, full {regrown_s:.1f} s after the "
+          f"heal; acked {len(acked)}, failed {len(failed)}, lost {len(lost)}")
+    assert lost == [], f"acknowledged records missing from the log: {lost[:5]}"
+
+
+def test_slow_link_raises_produce_latency(cluster, topic):
+    """acks=all waits for the followers, which fetch from the slowed leader."""
+    leader = cluster.partition_state(topic, 0).leader
+
+    def latencies(seconds: float) -> list[float]:
+        stop, acked, failed = threading.Event(), [], []
+        thread = threading.Thread(target=_produce, args=(cluster, topic, stop, acked, failed))
+        thread.start()
+        time.sleep(seconds)
+        stop.set()
+        thread.join(30)
+        return sorted(t for _, _, t in acked)
+
+    before = latencies(3)
+    links.strike(cluster, leader, "slow_link")
+    try:
+        during = latencies(4)
+    finally:
+        links.restore(cluster, leader, "slow_link")
+    median = lambda xs: xs[len(xs) // 2]  # noqa: E731
+    print(f"produce latency median {median(before) * 1000:.0f} ms before, "
+          f"{median(during) * 1000:.0f} ms during slow_link")
+    assert before and during
+    assert median(during) >= median(before) + links.LATENCY_MS / 1000, (before, during)
+
+
+def test_reaper_kills_a_proxy_whose_owner_died(tmp_path):
+    binary = linkproxy.ensure_toxiproxy()
+    port = linkproxy.kports.claim_ports(1)[0]
+    env = {**os.environ, linkproxy.OWNER_ENV: "1:0.0"}  # pid 1 did not start at time 0
+    proc = subprocess.Popen([str(binary), "-host", "127.0.0.1", "-port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: None if linkprobe_port_open(port) else "closed", 15,
+                 "the orphan proxy listening")
+        assert proc.pid in linkproxy.reap_orphan_proxies()
+        proc.wait(10)
+    finally:
+        proc.kill()
+        linkproxy.kports.release_ports([port])
+
+
+def linkprobe_port_open(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def test_no_proxy_outlives_a_sigkilled_session(tmp_path):
+    """The parent-death signal: a session killed with SIGKILL takes its proxy with it."""
+    script = textwrap.dedent(f"""
+        import sys, time
+        from pytest_kreplica.cluster.linkproxy import LinkProxy
+        p = LinkProxy.plan({str(tmp_path)!r}, "127.0.0.1", {{1: 1}})
+        p.start()
+        print(p.pid, flush=True)
+        time.sleep(600)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(child.stdout.readline())
+        assert psutil.pid_exists(pid)
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+
+        def gone() -> str | None:
+            try:
+                status = psutil.Process(pid).status()
+            except psutil.NoSuchProcess:
+                return None
+            return None if status == psutil.STATUS_ZOMBIE else f"pid {pid} {status}"
+        wait_for(gone, 10, f"the proxy (pid {pid}) gone after its session's SIGKILL")
+    finally:
+        child.kill()
