@@ -22,6 +22,10 @@ class NodeState(enum.Enum):
     STOPPED = "stopped"  # exited after terminate / kill / stop
 
 
+# failure values whose cases need a cluster with ``links`` (faults/links.py defines them)
+LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """What makes two clusters interchangeable: cases with equal specs share one cluster."""

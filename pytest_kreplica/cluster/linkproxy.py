@@ -46,8 +46,6 @@ GO_BUILD_TIMEOUT_S = 900.0
 START_TIMEOUT_S = 30.0
 HTTP_TIMEOUT_S = 5.0
 OWNER_ENV = "KREPLICA_PROXY_OWNER"  # owner token (reaper.owner_token) of a Toxiproxy server
-# the failure values whose cases need a cluster with link proxies (faults/links.py)
-LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
 REPLICATION = "REPLICATION"  # the inter-broker listener that goes through the proxy
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError
+from .base import LINK_FAILURES
 
 if TYPE_CHECKING:
     from .base import Cluster, ClusterSpec
@@ -32,7 +33,7 @@ def cluster_spec(case: Any) -> ClusterSpec:
     from .base import ClusterSpec
 
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
-                       backend=case.backend)
+                       backend=case.backend, links=getattr(case, "failure", None) in LINK_FAILURES)
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -40,7 +41,8 @@ def spec_key(spec: ClusterSpec) -> str:
     version = spec.kafka_version or "default"
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
-    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}"
+    links = "-links" if getattr(spec, "links", False) else ""
+    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}"
 
 
 class ClusterPool:

@@ -24,7 +24,10 @@ from typing import Any
 
 import pytest
 
+from ..cluster.base import LINK_FAILURES
+
 NEEDS_KEY = "kreplica_needs_file"
+LINKS = "links"
 
 Need = tuple[str | None, str, tuple[str, ...]]  # Kafka version (None: default), backend, parts
 
@@ -36,6 +39,8 @@ def case_needs(case: Any) -> set[Need]:
         parts.append("mirror")
     if case.scenario == "upgrade" or getattr(case, "compat", None) == "upgrade":
         parts.append("tools")
+    if getattr(case, "failure", None) in LINK_FAILURES:
+        parts.append(LINKS)  # the fault proxy (Toxiproxy), not a Kafka component
     versions = {case.kafka_version, getattr(case, "target_kafka_version", None) or
                 case.kafka_version}
     return {(v, case.backend, tuple(parts)) for v in versions}
@@ -57,7 +62,7 @@ def prepare(needs: Iterable[Need]) -> float:
     """Prepare every need (each step once per machine); returns the seconds it took. A
     failure is one line: the cases that need that version report it themselves."""
     from .. import once
-    from ..cluster import distribution, prepared
+    from ..cluster import distribution, linkproxy, prepared
     from ..errors import KreplicaError
 
     started = time.monotonic()
@@ -67,8 +72,13 @@ def prepare(needs: Iterable[Need]) -> float:
         merged.setdefault((version, backend), set()).update(parts)
     try:
         for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
+            if LINKS in parts:
+                try:
+                    linkproxy.ensure_toxiproxy()
+                except Exception as exc:  # the link-fault cases report it themselves
+                    once.say(f"kreplica: preparing the link fault proxy failed: {exc}")
             try:
-                dist = distribution.resolve(version, tuple(sorted(parts)))
+                dist = distribution.resolve(version, tuple(sorted(parts - {LINKS})))
                 if backend == "docker":
                     from ..cluster import docker_image
 

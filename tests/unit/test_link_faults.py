@@ -7,13 +7,16 @@ import contextlib
 import socket
 import struct
 import threading
+from types import SimpleNamespace
 
 import pytest
 
 from pytest_kreplica.cluster import config, linkproxy
-from pytest_kreplica.cluster.base import ClusterSpec
+from pytest_kreplica.cluster.base import LINK_FAILURES, ClusterSpec
+from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import linkprobe, links
+from pytest_kreplica.plugin import firstrun
 
 
 @pytest.fixture
@@ -68,7 +71,7 @@ def test_strike_needs_a_cluster_with_links():
 
 
 def test_fault_names_match_what_the_cluster_routes_for():
-    assert set(links.LINK_FAULTS) == set(linkproxy.LINK_FAILURES)
+    assert set(links.LINK_FAULTS) == set(LINK_FAILURES)
 
 
 @contextlib.contextmanager
@@ -130,3 +133,27 @@ def test_round_trip_and_throughput_against_an_answering_peer():
 def test_round_trip_of_a_silent_peer_is_none():
     with _server(lambda conn: (conn.recv(100), threading.Event().wait(3))) as port:
         assert linkprobe.round_trip("127.0.0.1", port, timeout=0.5) is None
+
+
+def _case(failure):
+    return SimpleNamespace(brokers=3, kafka_version=None, backend="process", failure=failure,
+                           scenario="replication")
+
+
+def test_link_fault_cases_get_a_cluster_of_their_own():
+    plain, slow = cluster_spec(_case("hard")), cluster_spec(_case("slow_link"))
+    assert not plain.links and slow.links
+    assert spec_key(slow) == spec_key(plain) + "-links"
+
+
+def test_first_run_builds_the_proxy_for_link_fault_cases(monkeypatch):
+    built = []
+    monkeypatch.setattr(linkproxy, "ensure_toxiproxy", lambda: built.append(1))
+    monkeypatch.setattr(firstrun, "_start_spark_archive", lambda: None)
+    monkeypatch.setattr("pytest_kreplica.cluster.distribution.resolve",
+                        lambda version, parts: (_ for _ in ()).throw(RuntimeError(parts)))
+    assert firstrun.case_needs(_case("hard")) == {(None, "process", ("broker",))}
+    needs = firstrun.case_needs(_case("one_way_partition"))
+    assert needs == {(None, "process", ("broker", "links"))}
+    firstrun.prepare(needs)  # resolve "fails" (stubbed): the proxy step ran before it
+    assert built == [1]
