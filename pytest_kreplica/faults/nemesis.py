@@ -41,7 +41,9 @@ from tenacity import (
     wait_fixed,
 )
 
+from ..cluster.base import LINK_FAILURES
 from ..errors import ClusterError, InputError
+from . import links
 
 FAILURES = ("clean", "hard", "soft")  # the B.2 failure types the nemesis applies
 TARGETS = ("leader", "follower", "controller")
@@ -52,8 +54,11 @@ PARTITION = "partition"  # cut off from its peers (docker backend only: never dr
 
 # strike method of the Cluster API and the event kind written for each failure type
 STRIKE = {"clean": ("terminate", "terminate"), "hard": ("kill", "kill"),
-          "soft": ("pause", "pause"), PARTITION: ("partition", "partition")}
-RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume", PARTITION: "heal"}
+          "soft": ("pause", "pause"), PARTITION: ("partition", "partition"),
+          **{f: (f, f) for f in LINK_FAILURES}}
+RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume", PARTITION: "heal",
+                **{f: "heal" for f in LINK_FAILURES}}
+KEEPS_LEADER = ("soft", *LINK_FAILURES)  # the victim runs on and may keep leading
 
 # An election slower than this fails the C.2 check: the tuned cluster settings
 # (KAFKA-NOTES "Faults") fail a leader over in about 3 s, the defaults in about 9 s.
@@ -144,7 +149,8 @@ class FaultPlan:
     target_choices: tuple[str, ...] = TARGETS
 
     def __post_init__(self) -> None:
-        for key, value, allowed in (("failure", self.failure, (*FAILURES, PARTITION)),
+        for key, value, allowed in (("failure", self.failure, (*FAILURES, PARTITION,
+                                                                *LINK_FAILURES)),
                                     ("target", self.target, TARGETS + COMPONENT_TARGETS)):
             if value not in (*allowed, RANDOM):
                 raise InputError(f"nemesis: {key} {value!r} is not allowed; allowed: "
@@ -378,12 +384,21 @@ class Nemesis:
     def _strike(self, spec: FaultSpec, rec: FaultRecord) -> None:
         method, kind = STRIKE[spec.failure]
         rec.strike_ns = _now()
-        self.writer.event(kind, node=str(rec.node), role=spec.target, time_ns=rec.strike_ns,
-                          detail=(f"fault #{spec.index}: {spec.failure} failure of the "
-                                  f"{spec.target} (node {rec.node}); {rec.topic}-"
-                                  f"{rec.partition} leader {rec.leader_before} isr "
-                                  f"{rec.isr_before}"))
+        detail = (f"fault #{spec.index}: {spec.failure} failure of the {spec.target} (node "
+                  f"{rec.node}); {rec.topic}-{rec.partition} leader {rec.leader_before} isr "
+                  f"{rec.isr_before}")
         self.progress(f"fault #{spec.index}: {kind} node {rec.node} ({spec.target})")
+        if spec.failure in LINK_FAILURES:  # measured while it holds: the event says so
+            measured = None
+            try:
+                measured = links.strike(self.cluster, rec.node, spec.failure)
+            finally:
+                self.writer.event(kind, node=str(rec.node), role=spec.target,
+                                  time_ns=rec.strike_ns,
+                                  detail=f"{detail}; measured: {measured or 'nothing'}")
+            return
+        self.writer.event(kind, node=str(rec.node), role=spec.target, time_ns=rec.strike_ns,
+                          detail=detail)
         getattr(self.cluster, method)(rec.node)
         with contextlib.suppress(Exception):  # informative only
             rec.state_after_strike = self.cluster.node_state(rec.node).value
@@ -398,13 +413,13 @@ class Nemesis:
             rec.election_note = NO_OTHER_REPLICA
             return
         timeout = self.election_timeout
-        if spec.failure == "soft":
+        if spec.failure in KEEPS_LEADER:
             timeout = min(timeout, max(spec.downtime_s - (_now() - rec.strike_ns) / 1e9, 0.1))
         try:
             state = self._wait_for_leader(rec.topic, rec.partition, {rec.node}, timeout,
                                           interval=0.1)
         except ClusterError:
-            if spec.failure == "soft":
+            if spec.failure in KEEPS_LEADER:
                 rec.election_note = (f"the leader kept its leadership through the "
                                      f"{spec.downtime_s:.1f} s pause")
                 return
@@ -424,7 +439,7 @@ class Nemesis:
         """Time from the strike until the KRaft quorum names another leader (C.5). Bounded
         by the downtime for a pause: a short pause may keep the quorum leader."""
         timeout = self.election_timeout
-        if spec.failure == "soft":
+        if spec.failure in KEEPS_LEADER:
             timeout = max(spec.downtime_s - (_now() - rec.strike_ns) / 1e9, 0.1)
         retrying = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.1),
                             retry=retry_if_result(lambda c: c is None or c == rec.node)
@@ -432,7 +447,7 @@ class Nemesis:
         try:
             controller = retrying(self.cluster.active_controller)
         except RetryError:
-            if spec.failure != "soft":
+            if spec.failure not in KEEPS_LEADER:
                 raise ClusterError(f"expected a KRaft quorum leader other than node {rec.node} "
                                    f"within {timeout:.1f} s; broker logs: " + ", ".join(
                                        str(p) for p in self.cluster.log_files().values())
@@ -452,7 +467,10 @@ class Nemesis:
             self.writer.event(kind, node=str(rec.node), role=spec.target,
                               time_ns=rec.restore_ns,
                               detail=f"fault #{spec.index}: restore node {rec.node}")
-            if kind == "resume":
+            if spec.failure in LINK_FAILURES:
+                healed = links.restore(self.cluster, rec.node, spec.failure)
+                self.progress(f"fault #{spec.index}: healed, {healed}")
+            elif kind == "resume":
                 self.cluster.resume(rec.node)
             elif kind == "heal":
                 self.cluster.heal(rec.node)
@@ -539,7 +557,7 @@ def scenario_checks(records: list[FaultRecord], *, unclean_leader_election: bool
             continue
         if r.election_s is None:
             # a clean or hard leader failure with another replica must move leadership
-            must = r.failure != "soft" and r.election_note != NO_OTHER_REPLICA
+            must = r.failure not in KEEPS_LEADER and r.election_note != NO_OTHER_REPLICA
             add(f"{tag} new leader elected", not must,
                 r.election_note or "no new leader was seen")
             continue

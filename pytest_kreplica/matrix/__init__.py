@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster import BACKENDS
+from ..cluster.base import LINK_FAILURES
 from ..errors import MatrixError
 from ..scenarios import SCENARIOS
 
@@ -194,9 +195,10 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
     Dimension("backend", _choice(*BACKENDS), "process", lambda v: v,
               lambda v: [f"backend_{v}"], BACKENDS, doc="cluster backend"),
     # failure dimensions (issue 4 drives the faults; validated here)
-    Dimension("failure", _choice("none", "clean", "hard", "soft", "partition", "random"),
+    Dimension("failure", _choice("none", "clean", "hard", "soft", "partition",
+                                 *LINK_FAILURES, "random"),
               "none", lambda v: "nofail" if v == "none" else v, lambda v: [f"failure_{v}"],
-              ("none", "clean", "hard", "soft", "partition", "random"),
+              ("none", "clean", "hard", "soft", "partition", *LINK_FAILURES, "random"),
               doc="clean = SIGTERM, hard = SIGKILL, soft = SIGSTOP/SIGCONT, partition = cut "
                   "off, random = one of clean/hard/soft per fault, from the seed"),
     Dimension("target", _choice("leader", "follower", "controller", "mirror-maker", "random"),
@@ -385,6 +387,11 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
                     f"partition needs backend docker (--kreplica-backend docker or "
                     f"backend: [docker]), got backend {p['backend']}; allowed on "
                     f"{p['backend']}: none | clean | hard | soft | random")
+    if p["failure"] in LINK_FAILURES and p["backend"] != "process":
+        raise _fail(path, f"{where}.failure",
+                    f"{p['failure']} needs backend process (its links pass a fault proxy), "
+                    f"got backend {p['backend']}; allowed on {p['backend']}: none | clean | "
+                    "hard | soft | partition | random")
     if p["mirror_semantics"] == "exactly-once" and not p["idempotence"]:
         raise _fail(path, f"{where}.mirror_semantics",
                     "exactly-once needs idempotence true (a retried send to the source "

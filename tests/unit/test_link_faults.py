@@ -7,6 +7,7 @@ import contextlib
 import socket
 import struct
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,8 +15,9 @@ import pytest
 from pytest_kreplica.cluster import config, linkproxy
 from pytest_kreplica.cluster.base import LINK_FAILURES, ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
-from pytest_kreplica.errors import EnvironmentProblem, InputError
+from pytest_kreplica.errors import EnvironmentProblem, InputError, MatrixError
 from pytest_kreplica.faults import linkprobe, links
+from pytest_kreplica.matrix import load_matrix
 from pytest_kreplica.plugin import firstrun
 
 
@@ -157,3 +159,21 @@ def test_first_run_builds_the_proxy_for_link_fault_cases(monkeypatch):
     assert needs == {(None, "process", ("broker", "links"))}
     firstrun.prepare(needs)  # resolve "fails" (stubbed): the proxy step ran before it
     assert built == [1]
+
+
+def test_a_link_fault_off_the_process_backend_is_one_matrix_line(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("scenario: replication\ndimensions:\n  backend: [docker]\n"
+                    "  failure: [one_way_partition]\n")
+    with pytest.raises(MatrixError) as err:
+        load_matrix(path)
+    text = str(err.value)
+    assert "\n" not in text and "m.yaml" in text and ".failure" in text
+    assert "needs backend process" in text and "allowed on docker" in text
+
+
+def test_the_link_faults_matrix_has_a_ci_case_per_value():
+    matrix = load_matrix(Path(__file__).parents[2] / "matrices" / "link-faults.yaml")
+    ci = [c for c in matrix.cases if "ci" in c.markers]
+    assert sorted(c.failure for c in ci) == sorted(LINK_FAILURES)
+    assert {(c.acks, c.backend, c.target) for c in ci} == {(-1, "process", "leader")}
