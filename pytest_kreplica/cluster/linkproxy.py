@@ -180,6 +180,12 @@ class LinkProxy:
         out["listener.security.protocol.map"] += f",{REPLICATION}:PLAINTEXT"
         return out
 
+    def describe(self) -> dict[str, Any]:
+        """For run.json: the proxy and where each route leads."""
+        return {"proxy": f"Toxiproxy {TOXIPROXY_VERSION}", "pid": self.pid,
+                "admin": f"{self.host}:{self.admin_port}",
+                "routes": {r.name: f"{r.listen} -> {r.upstream}" for r in self.routes.values()}}
+
     def node_routes(self, node_id: int) -> list[Route]:
         return [r for r in self.routes.values() if r.node_id == node_id]
 

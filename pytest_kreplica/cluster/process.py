@@ -155,6 +155,8 @@ class ProcessCluster(AdminCluster):
         info["workdir"] = str(self.workdir)
         for n in self._nodes:
             info["nodes"][str(n.node_id)]["pid"] = n.pid
+        if self.links is not None:
+            info["links"] = self.links.describe()
         return info
 
     # -- lifecycle -----------------------------------------------------------------------------
