@@ -445,7 +445,10 @@ class Nemesis:
                             retry=retry_if_result(lambda c: c is None or c == rec.node)
                             | retry_if_exception_type(Exception))
         try:
-            controller = retrying(self.cluster.active_controller)
+            # each look bounded too: a controller link cut one way leaves DescribeQuorum
+            # unanswered, and the cluster's own 30 s retry would hold the fault that long
+            controller = retrying(lambda: self.cluster.active_controller(
+                timeout=max(min(timeout, 5.0), 0.5)))
         except RetryError:
             if spec.failure not in KEEPS_LEADER:
                 raise ClusterError(f"expected a KRaft quorum leader other than node {rec.node} "
