@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from .backends import BACKENDS, backend_class, backend_names, backends, create_cluster
 from .base import Cluster, ClusterSpec, Node, NodeState, PartitionState, TopicSpec
 
 __all__ = ["Cluster", "ClusterSpec", "Node", "NodeState", "PartitionState", "TopicSpec",
-           "BACKENDS", "create_cluster", "reap_orphans"]
-
-BACKENDS = ("process", "docker")
-
-
-def create_cluster(spec: ClusterSpec, workdir: Path) -> Cluster:
-    """Build (not start) a cluster of ``spec.backend`` whose files live under ``workdir``."""
-    if spec.backend == "process":
-        from .process import ProcessCluster
-
-        return ProcessCluster(spec, workdir)
-    if spec.backend == "docker":
-        from .docker import DockerCluster
-
-        return DockerCluster(spec, workdir)
-    from ..errors import InputError
-
-    raise InputError(f"backend {spec.backend!r} is unknown; allowed: {', '.join(BACKENDS)}")
+           "BACKENDS", "backend_class", "backend_names", "backends", "create_cluster",
+           "reap_orphans"]
 
 
 def reap_orphans() -> list[int]:
     """Kill broker JVMs left by dead sessions (the plugin calls this at session start)."""
-    from .reaper import reap_orphans as reap
+    from .reaper import reap_orphans as reap  # lazy: psutil stays out of the plugin's import
 
     return reap()

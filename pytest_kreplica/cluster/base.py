@@ -228,9 +228,6 @@ class Cluster(abc.ABC):
                           f"(--kreplica-backend docker); this cluster's backend is "
                           f"{self.spec.backend!r}")
 
-    def stop(self, node_id: int, timeout: float = 30.0) -> None:
-        self.terminate(node_id, timeout)
-
     def restart(self, node_id: int, timeout: float = 60.0) -> None:
         self.terminate(node_id)
         self.start_node(node_id, timeout)

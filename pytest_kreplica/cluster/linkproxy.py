@@ -9,16 +9,14 @@ the nodes only: replication (``REPLICATION`` listener) and the KRaft quorum (the
 addresses).
 
 Toxiproxy is built once per machine with ``go install`` into the kreplica cache (``once``),
-runs in its own process group with the parent-death signal set by a long-lived thread, is
+runs in its own process group with the parent-death signal (``launcher``), is
 marked in its environment so a later session reaps one whose owner died, and is killed when
 its cluster closes.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import ctypes
 import json
 import os
 import shutil
@@ -38,6 +36,7 @@ from ..errors import ClusterError, EnvironmentProblem
 from ..waits import last_error_line, wait_for
 from . import ports as kports
 from .distribution import cache_dir
+from .launcher import Launcher
 from .reaper import owner_alive, owner_token
 
 TOXIPROXY_VERSION = "v2.12.0"
@@ -47,11 +46,6 @@ START_TIMEOUT_S = 30.0
 HTTP_TIMEOUT_S = 5.0
 OWNER_ENV = "KREPLICA_PROXY_OWNER"  # owner token (reaper.owner_token) of a Toxiproxy server
 REPLICATION = "REPLICATION"  # the inter-broker listener that goes through the proxy
-PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True)
-# One thread forks every proxy: PR_SET_PDEATHSIG fires when the forking *thread* exits, and
-# an executor's idle worker lives as long as the process.
-_launcher = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kreplica-proxy-fork")
 
 
 def binary_path() -> Path:
@@ -107,19 +101,9 @@ def reap_orphan_proxies() -> list[int]:
 
 
 def _popen(cmd: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen:
-    parent = os.getpid()
-
-    def preexec() -> None:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    def spawn() -> subprocess.Popen:
-        with open(log_path, "ab") as out:
-            return subprocess.Popen(cmd, start_new_session=True, preexec_fn=preexec,
-                                    stdout=out, stderr=subprocess.STDOUT,
+    with open(log_path, "ab") as out:
+        return Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, env=env)
-    return _launcher.submit(spawn).result(timeout=60)
 
 
 @dataclass

@@ -14,26 +14,25 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
-from .base import LINK_FAILURES
+from .base import LINK_FAILURES, Cluster, ClusterSpec
 
 if TYPE_CHECKING:
-    from .base import Cluster, ClusterSpec
+    from ..matrix import Case
 
 log = logging.getLogger(__name__)
 
-ClusterFactory = Callable[["ClusterSpec", Path], "Cluster"]
+ClusterFactory = Callable[[ClusterSpec, Path], Cluster]
 
 
-def cluster_spec(case: Any) -> ClusterSpec:
+def cluster_spec(case: Case) -> ClusterSpec:
     """The cluster a case needs. Topic-level settings (partitions, replication factor,
     segments, min ISR, unclean election) are per topic, so they do not split clusters."""
-    from .base import ClusterSpec
-
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
-                       backend=case.backend, links=getattr(case, "failure", None) in LINK_FAILURES)
+                       backend=case.backend,
+                       links=getattr(case, "failure", None) in LINK_FAILURES)
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -84,10 +83,10 @@ class ClusterPool:
         self._clusters[spec] = cluster
         return cluster
 
-    def discard(self, spec: ClusterSpec) -> None:
-        """Close a cluster a case left in a state no health gate should judge."""
-        if spec in self._clusters:
-            self._close(spec)
+    def holds(self, spec: ClusterSpec) -> bool:
+        """Whether a started cluster of ``spec`` is in the pool (``acquire`` may have
+        evicted it to start another)."""
+        return spec in self._clusters
 
     def _close(self, spec: ClusterSpec) -> None:
         cluster = self._clusters.pop(spec)

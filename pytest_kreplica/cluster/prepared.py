@@ -22,6 +22,7 @@ from ..errors import ClusterError
 from . import config as kconfig
 from . import distribution
 from .base import ClusterSpec, TopicSpec
+from .launcher import Launcher
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,6 @@ def ensure_format_template(dist: distribution.Distribution, timeout: float = FOR
 
 
 def _make_template(dist: distribution.Distribution, template: Path, timeout: float) -> None:
-    from .process import _Launcher  # the process backend forks every JVM from one thread
-
     work = template.parent / f"work-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     (work / "data").mkdir(parents=True)
@@ -70,7 +69,7 @@ def _make_template(dist: distribution.Distribution, template: Path, timeout: flo
     cmd = dist.command("kafka.tools.StorageTool", "format", "-t", kconfig.new_cluster_id(),
                        "-c", str(work / "server.properties"), heap_mb=128)
     with open(work / "format.log", "wb") as out:
-        proc = _Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+        proc = Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
     try:
         code: int | str = proc.wait(timeout)

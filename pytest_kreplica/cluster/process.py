@@ -9,9 +9,7 @@ reaper finds if all else failed. Roles and readiness come from the admin APIs
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -20,7 +18,6 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,73 +29,15 @@ from . import distribution, linkproxy, prepared, reaper
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, _wait_until
 from .base import ClusterSpec, Node, NodeState
+from .launcher import Launcher
 
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
-PR_SET_PDEATHSIG = 1
 STATE_FILE = "cluster.json"
 FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
 QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
-
-
-# -- launching ---------------------------------------------------------------------------------
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with(parent_pid: int) -> Callable[[], None]:
-    def preexec() -> None:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(1)
-    return preexec
-
-
-class _Launcher:
-    """One daemon thread that forks every child of this process."""
-
-    _instance: _Launcher | None = None
-    _guard = threading.Lock()
-
-    def __init__(self) -> None:
-        self._jobs: list = []
-        self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._loop, name="kreplica-launcher",
-                                        daemon=True)
-        self._thread.start()
-
-    @classmethod
-    def get(cls) -> _Launcher:
-        with cls._guard:
-            if cls._instance is None or not cls._instance._thread.is_alive() \
-                    or cls._instance._pid != os.getpid():
-                cls._instance = cls()
-                cls._instance._pid = os.getpid()
-            return cls._instance
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._jobs:
-                    self._cond.wait()
-                func, future = self._jobs.pop(0)
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(func())
-                except BaseException as exc:  # handed to the caller
-                    future.set_exception(exc)
-
-    def popen(self, cmd: list[str], *, die_with_parent: bool = True,
-              **kwargs: Any) -> subprocess.Popen:
-        preexec = _die_with(os.getpid()) if die_with_parent else None
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        with self._cond:
-            self._jobs.append((lambda: subprocess.Popen(
-                cmd, start_new_session=True, preexec_fn=preexec, **kwargs), future))
-            self._cond.notify()
-        return future.result(timeout=60)
 
 
 # -- the backend -------------------------------------------------------------------------------
@@ -235,7 +174,7 @@ class ProcessCluster(AdminCluster):
 
     def _popen(self, cmd: list[str], log_path: Path) -> subprocess.Popen:
         with open(log_path, "ab") as out:
-            return _Launcher.get().popen(cmd, die_with_parent=not self.detached,
+            return Launcher.get().popen(cmd, die_with_parent=not self.detached,
                                          stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=str(log_path.parent))
 

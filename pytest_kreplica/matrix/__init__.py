@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cluster import BACKENDS
+from ..cluster import backend_names
 from ..cluster.base import LINK_FAILURES
 from ..errors import MatrixError
 from ..scenarios import SCENARIOS
@@ -192,8 +192,8 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               ("mirror-pair", "upgrade"),
               doc="version-compat form: a mirrored pair of two versions, or a rolling "
                   "upgrade of one cluster from kafka_version to target_kafka_version"),
-    Dimension("backend", _choice(*BACKENDS), "process", lambda v: v,
-              lambda v: [f"backend_{v}"], BACKENDS, doc="cluster backend"),
+    Dimension("backend", _choice(*backend_names()), "process", lambda v: v,
+              lambda v: [f"backend_{v}"], backend_names(), doc="cluster backend"),
     # failure dimensions (issue 4 drives the faults; validated here)
     Dimension("failure", _choice("none", "clean", "hard", "soft", "partition",
                                  *LINK_FAILURES, "random"),

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ..cluster import backend_names
+
 HELP_MATRIX = ("matrix to run: a name in the matrices directory or a path to a YAML file "
                "(repeatable; default: every matrix of kreplica_matrices_dir)")
 HELP_MATRICES_DIR = "directory of matrix YAML files, relative to rootdir (default: matrices)"
@@ -18,7 +20,8 @@ HELP_OUTPUT = ("directory for the cases' run directories, one sub-directory per 
 HELP_KAFKA_VERSION = ("Kafka version x.y.z for cases whose matrix does not set one "
                       "(default: the newest 4.x with every artifact published; "
                       "env KREPLICA_KAFKA_VERSION)")
-HELP_BACKEND = "cluster backend: process | docker (default: process; env KREPLICA_BACKEND)"
+HELP_BACKEND = (f"cluster backend: {' | '.join(backend_names())} "
+                "(default: process; env KREPLICA_BACKEND)")
 HELP_SPARK_MASTER = ("Spark master URL for the validation (default: local; "
                      "env KREPLICA_SPARK_MASTER)")
 HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "

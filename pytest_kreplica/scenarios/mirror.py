@@ -217,7 +217,7 @@ class MirrorMaker:
         """Write the configuration (first start) and launch the JVM; returns at once: call
         ``wait_ready`` / ``wait_mirroring`` for an observable state."""
         from ..cluster import distribution, reaper
-        from ..cluster.process import _Launcher
+        from ..cluster.launcher import Launcher
 
         if self.state is not NodeState.STOPPED:
             raise NodeError(f"MirrorMaker 2 already runs (pid {self.pid}, state "
@@ -245,7 +245,7 @@ class MirrorMaker:
         with open(self.log_file, "ab") as out:
             out.write(f"\n=== kreplica: starting MirrorMaker 2 at "
                       f"{time.strftime('%H:%M:%S')} ===\n".encode())
-            self._proc = _Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+            self._proc = Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                                stdin=subprocess.DEVNULL, cwd=str(self.workdir))
         self._state = NodeState.RUNNING
         self.starts.append(time.monotonic())
@@ -776,7 +776,7 @@ def acquire_pair(pool: Any, case: Any, target_version: str | None = None) -> tup
     source = pool.acquire(source_spec)
     target = pool.acquire(target_spec)
     # acquiring the target may have evicted the source (LRU): take it again
-    if source_spec not in pool._clusters:
+    if not pool.holds(source_spec):
         source = pool.acquire(source_spec)
     return source, target
 

@@ -48,7 +48,7 @@ class _JavaClient:
 
     def start(self) -> None:
         from ..cluster import reaper
-        from ..cluster.process import _Launcher
+        from ..cluster.launcher import Launcher
 
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         cmd = [c for c in self.dist.command(self.main_class, *self.args, component="tools",
@@ -56,7 +56,7 @@ class _JavaClient:
                                                 str(self.log_file.parent)))
                if not c.startswith("-Xm")]
         err = open(self.log_file, "ab")  # noqa: SIM115 - closed with the process
-        self.proc = _Launcher.get().popen(cmd, stdout=subprocess.PIPE, stderr=err,
+        self.proc = Launcher.get().popen(cmd, stdout=subprocess.PIPE, stderr=err,
                                           stdin=subprocess.DEVNULL)
         err.close()
         self._reader = threading.Thread(target=self._read, daemon=True,

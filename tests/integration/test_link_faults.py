@@ -89,7 +89,7 @@ def test_fault_acts_and_heals(cluster, topic, failure):
     assert float(re.search(r"round trip (\d+) ms", healed).group(1)) < 1000, healed
 
 
-def _produce(cluster, topic, stop, acked, failed):
+def _produce(cluster, topic, stop, acked, failed, partition=0):
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
@@ -101,7 +101,7 @@ def _produce(cluster, topic, stop, acked, failed):
             value = f"m{i}".encode()
             started = time.monotonic()
             try:
-                meta = producer.send(topic, value, partition=0).get(timeout=10)
+                meta = producer.send(topic, value, partition=partition).get(timeout=10)
                 acked.append((meta.offset, value, time.monotonic() - started))
             except Exception:
                 failed.append(value)
@@ -150,13 +150,22 @@ def test_one_way_partition_of_the_leader_shrinks_and_regrows_the_isr(cluster, to
     assert lost == [], f"acknowledged records missing from the log: {lost[:5]}"
 
 
-def test_slow_link_raises_produce_latency(cluster, topic):
-    """acks=all waits for the followers, which fetch from the slowed leader."""
-    leader = cluster.partition_state(topic, 0).leader
+def test_slow_link_raises_produce_latency(cluster):
+    """acks=all waits for the followers, which fetch from the slowed leader. The leader is
+    not the active controller: slowing the controller's links delays every broker's
+    heartbeats, fences them and empties the metadata clients see, a different effect."""
+    topic = "slow-link-latency"
+    cluster.create_topics([TopicSpec(topic, partitions=3, replication_factor=3,
+                                     config={"min.insync.replicas": "2"})])
+    cluster.wait_healthy([topic], timeout=60)
+    controller = cluster.active_controller()
+    partition, leader = next((p, s.leader) for p in range(3)
+                             if (s := cluster.partition_state(topic, p)).leader != controller)
 
     def latencies(seconds: float) -> list[float]:
         stop, acked, failed = threading.Event(), [], []
-        thread = threading.Thread(target=_produce, args=(cluster, topic, stop, acked, failed))
+        thread = threading.Thread(target=_produce,
+                                  args=(cluster, topic, stop, acked, failed, partition))
         thread.start()
         time.sleep(seconds)
         stop.set()
@@ -174,6 +183,7 @@ def test_slow_link_raises_produce_latency(cluster, topic):
           f"{median(during) * 1000:.0f} ms during slow_link")
     assert before and during
     assert median(during) >= median(before) + links.LATENCY_MS / 1000, (before, during)
+    cluster.wait_healthy([topic], timeout=90)
 
 
 def test_reaper_kills_a_proxy_whose_owner_died(tmp_path):
