@@ -44,6 +44,7 @@ from tenacity import (
 from ..cluster.base import LINK_FAILURES
 from ..errors import ClusterError, InputError
 from . import links
+from .isrwatch import IsrWatch
 
 FAILURES = ("clean", "hard", "soft")  # the B.2 failure types the nemesis applies
 TARGETS = ("leader", "follower", "controller")
@@ -277,6 +278,7 @@ class Nemesis:
         rec = FaultRecord(spec.index, spec.failure, spec.target, topic, partition)
         self.records.append(rec)
         struck = False
+        watch: IsrWatch | None = None
         try:
             state = self._wait_for_leader(topic, partition, set())
             rec.leader_before = state.leader
@@ -285,6 +287,9 @@ class Nemesis:
             rec.node = self._choose_victim(spec, state)
             rec.led_before = self._led_by(rec.node)
             struck = True
+            if spec.failure in LINK_FAILURES:  # the victim runs on: its ISR tells the effect
+                watch = IsrWatch(self.cluster, self.writer, topic, partition, rec.node)
+                watch.start(rec.isr_before)
             self._strike(spec, rec)
             if rec.node == rec.leader_before:
                 self._measure_election(spec, rec)
@@ -300,6 +305,8 @@ class Nemesis:
         finally:
             if struck:
                 self._restore(spec, rec)
+            if watch is not None:
+                watch.stop()
         return rec
 
     def _run_component_fault(self, spec: FaultSpec, comp: Component) -> FaultRecord:

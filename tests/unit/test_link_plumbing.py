@@ -17,8 +17,10 @@ from pytest_kreplica.cluster.base import LINK_FAILURES, ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError, MatrixError
 from pytest_kreplica.faults import linkprobe, links
+from pytest_kreplica.faults.isrwatch import IsrWatch
 from pytest_kreplica.matrix import load_matrix
 from pytest_kreplica.plugin import firstrun
+from pytest_kreplica.waits import wait_for
 
 
 @pytest.fixture
@@ -177,3 +179,27 @@ def test_the_link_faults_matrix_has_a_ci_case_per_value():
     ci = [c for c in matrix.cases if "ci" in c.markers]
     assert sorted(c.failure for c in ci) == sorted(LINK_FAILURES)
     assert {(c.acks, c.backend, c.target) for c in ci} == {(-1, "process", "leader")}
+
+
+def test_isr_watch_records_shrink_and_regrowth():
+    states = iter([(1, 2, 3), (1,), (1,), (1, 2), (1, 2, 3)])
+    last = [(1, 2, 3)]
+
+    class Cluster:
+        def partition_state(self, topic, partition, timeout=30.0):
+            last[0] = next(states, last[0])
+            return SimpleNamespace(isr=last[0], leader=1)
+
+    class Writer:
+        events: list = []
+
+        def event(self, kind, node=None, time_ns=None, detail=None):
+            self.events.append((kind, node, detail))
+
+    writer = Writer()
+    watch = IsrWatch(Cluster(), writer, "t", 0, node=1).start([1, 2, 3])
+    wait_for(lambda: None if len(writer.events) >= 3 else str(writer.events), 10,
+             "three ISR changes")
+    changes = watch.stop()
+    assert [isr for _, isr in changes] == [[1], [1, 2], [1, 2, 3]]
+    assert writer.events[0] == ("isr", "1", "t-0 isr [1, 2, 3] -> [1] (leader 1)")

@@ -1,0 +1,68 @@
+"""Watch a partition's ISR while a fault holds and record every change as an ``isr`` event.
+
+A degraded link does not stop a node: what it does to replication shows in the ISR (the
+followers of a leader nothing reaches fall out of it, and come back after the heal). The
+nemesis starts a watch at the strike and stops it once every replica is in sync again, so
+the shrink and the re-growth are on the run's timeline (events table, kind ``isr``, detail
+``<topic>-<partition> isr [1, 2, 3] -> [1] (leader 1)``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+    from ..history import RunWriter
+
+POLL_S = 0.25
+READ_TIMEOUT_S = 2.0  # one metadata read; a slow answer is skipped, not waited for
+
+
+class IsrWatch:
+    """A daemon thread polling ``cluster.partition_state`` until ``stop()``; each ISR
+    different from the last one seen becomes an event. ``changes`` keeps them for tests
+    and the fault record."""
+
+    def __init__(self, cluster: Cluster, writer: RunWriter, topic: str, partition: int,
+                 node: int | None = None):
+        self.cluster, self.writer = cluster, writer
+        self.topic, self.partition, self.node = topic, partition, node
+        self.changes: list[tuple[int, list[int]]] = []  # (monotonic ns, isr)
+        self._last: list[int] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="kreplica-isr-watch",
+                                        daemon=True)
+
+    def start(self, isr_before: list[int]) -> IsrWatch:
+        self._last = sorted(isr_before)
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[tuple[int, list[int]]]:
+        """One last look, then stop; returns the changes seen."""
+        self._stop.set()
+        self._thread.join(READ_TIMEOUT_S + 5)
+        self._look()
+        return self.changes
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self._look()
+
+    def _look(self) -> None:
+        with contextlib.suppress(Exception):  # the cluster is being hurt: skip a bad read
+            state = self.cluster.partition_state(self.topic, self.partition,
+                                                 timeout=READ_TIMEOUT_S)
+            isr = sorted(state.isr)
+            if isr and isr != self._last:
+                now = time.monotonic_ns()
+                self.writer.event("isr", node=None if self.node is None else str(self.node),
+                                  time_ns=now,
+                                  detail=f"{self.topic}-{self.partition} isr {self._last} -> "
+                                         f"{isr} (leader {state.leader})")
+                self.changes.append((now, isr))
+                self._last = isr
