@@ -1,10 +1,13 @@
-"""Watch a partition's ISR while a fault holds and record every change as an ``isr`` event.
+"""Watch a partition's ISR and leader while a fault holds; record every change as an event.
 
 A degraded link does not stop a node: what it does to replication shows in the ISR (the
-followers of a leader nothing reaches fall out of it, and come back after the heal). The
-nemesis starts a watch at the strike and stops it once every replica is in sync again, so
-the shrink and the re-growth are on the run's timeline (events table, kind ``isr``, detail
-``<topic>-<partition> isr [1, 2, 3] -> [1] (leader 1)``).
+followers of a leader nothing reaches fall out of it, and come back after the heal) and,
+when the victim's controller links suffer, in its leadership (fenced, replaced, and made
+leader again by the preferred-leader check, all within the hold). The nemesis starts a
+watch at the strike and stops it once every replica is in sync again, so these are on the
+run's timeline: kind ``isr`` (detail ``<topic>-<partition> isr [1, 2, 3] -> [1] (leader
+1)``) and kind ``elect`` (role ``leader``), and a leader change the nemesis' own bounded
+election wait missed still reaches the fault record (the loss evidence rests on it).
 """
 
 from __future__ import annotations
@@ -32,13 +35,16 @@ class IsrWatch:
         self.cluster, self.writer = cluster, writer
         self.topic, self.partition, self.node = topic, partition, node
         self.changes: list[tuple[int, list[int]]] = []  # (monotonic ns, isr)
+        self.leaders: list[tuple[int, int]] = []  # (monotonic ns, new leader)
         self._last: list[int] | None = None
+        self._leader: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kreplica-isr-watch",
                                         daemon=True)
 
-    def start(self, isr_before: list[int]) -> IsrWatch:
+    def start(self, isr_before: list[int], leader_before: int | None = None) -> IsrWatch:
         self._last = sorted(isr_before)
+        self._leader = leader_before
         self._thread.start()
         return self
 
@@ -49,6 +55,10 @@ class IsrWatch:
         self._look()
         return self.changes
 
+    def first_leader_besides(self, node: int) -> tuple[int, int] | None:
+        """(time, leader) of the first leader other than ``node`` seen, if any."""
+        return next(((ns, leader) for ns, leader in self.leaders if leader != node), None)
+
     def _loop(self) -> None:
         while not self._stop.wait(POLL_S):
             self._look()
@@ -57,9 +67,16 @@ class IsrWatch:
         with contextlib.suppress(Exception):  # the cluster is being hurt: skip a bad read
             state = self.cluster.partition_state(self.topic, self.partition,
                                                  timeout=READ_TIMEOUT_S)
-            isr = sorted(state.isr)
+            isr, now = sorted(state.isr), time.monotonic_ns()
+            leader = state.leader if state.leader is not None and state.leader >= 0 else None
+            if leader is not None and leader != self._leader:
+                self.writer.event("elect", node=str(leader), role="leader", time_ns=now,
+                                  detail=f"{self.topic}-{self.partition}: leader "
+                                         f"{self._leader} -> {leader} (seen by the ISR watch; "
+                                         f"isr {isr})")
+                self.leaders.append((now, leader))
+                self._leader = leader
             if isr and isr != self._last:
-                now = time.monotonic_ns()
                 self.writer.event("isr", node=None if self.node is None else str(self.node),
                                   time_ns=now,
                                   detail=f"{self.topic}-{self.partition} isr {self._last} -> "

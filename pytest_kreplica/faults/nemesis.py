@@ -289,7 +289,7 @@ class Nemesis:
             struck = True
             if spec.failure in LINK_FAILURES:  # the victim runs on: its ISR tells the effect
                 watch = IsrWatch(self.cluster, self.writer, topic, partition, rec.node)
-                watch.start(rec.isr_before)
+                watch.start(rec.isr_before, rec.leader_before)
             self._strike(spec, rec)
             if rec.node == rec.leader_before:
                 self._measure_election(spec, rec)
@@ -307,7 +307,20 @@ class Nemesis:
                 self._restore(spec, rec)
             if watch is not None:
                 watch.stop()
+                self._election_from_watch(rec, watch)
         return rec
+
+    @staticmethod
+    def _election_from_watch(rec: FaultRecord, watch: IsrWatch) -> None:
+        """A leader change the bounded election wait missed (the victim fenced later in
+        the hold, then made leader again) still goes into the record."""
+        seen = watch.first_leader_besides(rec.node) if rec.node == rec.leader_before else None
+        if rec.new_leader is not None or seen is None or rec.strike_ns is None:
+            return
+        rec.new_leader = seen[1]
+        rec.election_s = round((seen[0] - rec.strike_ns) / 1e9, 3)
+        rec.elected_from_isr = seen[1] in rec.isr_before
+        rec.election_note = "seen by the ISR watch after the election wait"
 
     def _run_component_fault(self, spec: FaultSpec, comp: Component) -> FaultRecord:
         """Strike the component, hold for the downtime, restore it, wait for its work to

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cluster.base import LINK_FAILURES
+
 UNCLEAN = "election from outside the ISR"
 LEADER_CHANGE = "leader change with acks {acks}"
 _MOVES_LEADERSHIP = ("clean", "hard", "partition")  # a pause may keep it: needs an election
@@ -33,7 +35,7 @@ def _leader_gone_ns(fault: dict[str, Any]) -> int | None:
     the heal / resume until it learns it was replaced - at the latest when every replica is
     back in sync (``recovered_ns``; measured: a cut leader acknowledged 162 records in the
     1.7 s between heal and recovery)."""
-    if fault.get("failure") in ("partition", "soft"):
+    if fault.get("failure") in ("partition", "soft", *LINK_FAILURES):  # it keeps running
         return fault.get("recovered_ns") or fault.get("restore_ns")
     if fault.get("failure") == "hard":  # SIGKILL: nothing is acknowledged after the strike
         return fault.get("strike_ns")

@@ -8,6 +8,7 @@ reaches it and grows back after the heal, and nothing acknowledged with acks=all
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -236,3 +237,37 @@ def test_no_proxy_outlives_a_sigkilled_session(tmp_path):
         wait_for(gone, 10, f"the proxy (pid {pid}) gone after its session's SIGKILL")
     finally:
         child.kill()
+
+
+def test_nemesis_records_the_measurement_and_the_isr_on_the_timeline(cluster, topic, tmp_path):
+    """The nemesis path: a one-way partition of the leader under acks=all writes its strike
+    event with the measurement, the ISR shrinking and growing back, the heal and the
+    recovery, in that order."""
+    from pytest_kreplica.faults.nemesis import FaultPlan, Nemesis
+    from pytest_kreplica.history import RunWriter
+
+    stop, acked, failed = threading.Event(), [], []
+    producer = threading.Thread(target=_produce, args=(cluster, topic, stop, acked, failed))
+    producer.start()
+    plan = FaultPlan(seed=3, failure="one_way_partition", target="leader", downtime_s=8.0,
+                     delay_s=(0.5, 1.0))
+    try:
+        with RunWriter(tmp_path) as writer:
+            records = Nemesis(cluster, writer, plan, [(topic, 0)], election_timeout=60,
+                              recovery_timeout=120).run()
+    finally:
+        stop.set()
+        producer.join(30)
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    events.sort(key=lambda e: e["time_ns"])
+    kinds = [e["kind"] for e in events]
+    assert records[0].error is None, records[0].error
+    strike = next(e for e in events if e["kind"] == "one_way_partition")
+    assert "measured: n" in strike["detail"] and "toward the node no answer" in strike["detail"]
+    seen = [json.loads(re.search(r"-> (\[[\d, ]*\])", e["detail"]).group(1))
+            for e in events if e["kind"] == "isr"]
+    assert seen and len(seen[0]) < 3, seen  # shrank while nothing reached the leader
+    assert seen[-1] == [1, 2, 3], seen  # and grew back after the heal
+    assert kinds.index("isr") > kinds.index("one_way_partition")
+    assert kinds.index("heal") < kinds.index("recovered")
+    assert records[0].fault_s < plan.downtime_s + 10, records[0].fault_s

@@ -193,13 +193,39 @@ def test_isr_watch_records_shrink_and_regrowth():
     class Writer:
         events: list = []
 
-        def event(self, kind, node=None, time_ns=None, detail=None):
-            self.events.append((kind, node, detail))
+        def event(self, kind, node=None, time_ns=None, detail=None, role=None):
+            if kind == "isr":
+                self.events.append((kind, node, detail))
 
     writer = Writer()
-    watch = IsrWatch(Cluster(), writer, "t", 0, node=1).start([1, 2, 3])
+    watch = IsrWatch(Cluster(), writer, "t", 0, node=1).start([1, 2, 3], leader_before=1)
     wait_for(lambda: None if len(writer.events) >= 3 else str(writer.events), 10,
              "three ISR changes")
     changes = watch.stop()
     assert [isr for _, isr in changes] == [[1], [1, 2], [1, 2, 3]]
     assert writer.events[0] == ("isr", "1", "t-0 isr [1, 2, 3] -> [1] (leader 1)")
+    assert watch.first_leader_besides(1) is None  # the leader never changed
+
+
+def test_isr_watch_sees_a_leader_change_and_its_return():
+    states = iter([(1, (1, 2, 3)), (2, (2, 3)), (1, (1, 2, 3))])
+    last = [(1, (1, 2, 3))]
+
+    class Cluster:
+        def partition_state(self, topic, partition, timeout=30.0):
+            last[0] = next(states, last[0])
+            return SimpleNamespace(leader=last[0][0], isr=last[0][1])
+
+    elects = []
+
+    class Writer:
+        def event(self, kind, node=None, time_ns=None, detail=None, role=None):
+            if kind == "elect":
+                elects.append((node, role, detail))
+
+    watch = IsrWatch(Cluster(), Writer(), "t", 0, node=1).start([1, 2, 3], leader_before=1)
+    wait_for(lambda: None if len(elects) >= 2 else str(elects), 10, "two leader changes")
+    watch.stop()
+    assert [leader for _, leader in watch.leaders] == [2, 1]
+    assert watch.first_leader_besides(1)[1] == 2
+    assert elects[0][:2] == ("2", "leader") and "leader 1 -> 2" in elects[0][2]
