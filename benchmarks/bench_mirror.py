@@ -57,9 +57,11 @@ def pct(values: list[float], q: float) -> float:
 
 def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
     from pytest_kreplica.cluster.base import TopicSpec
+    from pytest_kreplica.cluster.mirrormaker import create_mirror_maker
     from pytest_kreplica.history import RunWriter
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.scenarios.mirror import ClusterWriter, create_mirror_maker, probe
+    from pytest_kreplica.scenarios.mirror import probe
+    from pytest_kreplica.scenarios.runner import ClusterWriter
     from pytest_kreplica.scenarios.workload import Consumer, ProduceStats, produce
 
     case = parse_matrix(Path("bench-mirror.yaml"),

@@ -43,7 +43,7 @@ def overhead(runs: int) -> None:
     from pytest_kreplica.cluster import create_cluster
     from pytest_kreplica.cluster.pool import ClusterPool, cluster_spec
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.scenarios.phases import run_case
+    from pytest_kreplica.scenarios.runner import run_case
 
     case = parse_matrix(Path("bench.yaml"), yaml.safe_load(TINY)).cases[0]
     with tempfile.TemporaryDirectory(prefix="kreplica-bench-") as tmp:

@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pytest_kreplica.faults.nemesis import FaultPlan, Nemesis
-from pytest_kreplica.scenarios.mirror import START_TIMEOUT_S, ClusterWriter, mirror_component, probe
+from pytest_kreplica.cluster.mirrormaker import START_TIMEOUT_S
+from pytest_kreplica.faults import FaultPlan, Nemesis
+from pytest_kreplica.scenarios.mirror import mirror_component, probe
+from pytest_kreplica.scenarios.runner import ClusterWriter
 
 DOWN_WINDOW_S = 4.0  # how long we watch the target not move while MirrorMaker is down
 

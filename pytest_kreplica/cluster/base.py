@@ -167,8 +167,9 @@ class Cluster(abc.ABC):
         return self.partition_state(topic, partition).isr
 
     @abc.abstractmethod
-    def active_controller(self) -> int:
-        """The KRaft quorum leader (DescribeQuorum), not DescribeCluster's random broker."""
+    def active_controller(self, timeout: float = 30.0) -> int:
+        """The KRaft quorum leader (DescribeQuorum), not DescribeCluster's random broker;
+        ``timeout`` bounds the retries while the quorum moves."""
 
     @abc.abstractmethod
     def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),

@@ -1,1 +1,28 @@
-"""Faults: what the nemesis can strike, how it restores, and the plan it follows."""
+"""Faults: what the nemesis can strike (``FAILURES``, one module per failure type), the
+seeded plan it follows, the nemesis itself and the checks of what it recorded."""
+
+from __future__ import annotations
+
+from .checks import ELECTION_BOUND_S, scenario_checks
+from .failure import Failure
+from .nemesis import Component, Nemesis, run_in_thread
+from .plan import FAULT_RECORD_PHASES, FaultPlan, FaultRecord, FaultSpec
+from .registry import (
+    COMPONENT_TARGETS,
+    FAILURE_VALUES,
+    FAILURES,
+    NONE,
+    RANDOM,
+    RANDOM_FAILURES,
+    RESTORE_EVENTS,
+    STRIKE_EVENTS,
+    TARGET_VALUES,
+    TARGETS,
+    failures_on,
+)
+
+__all__ = ["COMPONENT_TARGETS", "ELECTION_BOUND_S", "FAILURES", "FAILURE_VALUES",
+           "FAULT_RECORD_PHASES", "NONE", "RANDOM", "RANDOM_FAILURES", "RESTORE_EVENTS",
+           "STRIKE_EVENTS", "TARGETS", "TARGET_VALUES", "Component", "Failure", "FaultPlan",
+           "FaultRecord", "FaultSpec", "Nemesis", "failures_on", "run_in_thread",
+           "scenario_checks"]

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..cluster import Cluster
     from ..history import RunWriter
+    from .failure import Failure
+    from .plan import FaultRecord
 
 POLL_S = 0.25
 READ_TIMEOUT_S = 2.0  # one metadata read; a slow answer is skipped, not waited for
@@ -55,6 +57,18 @@ class IsrWatch:
         self._look()
         return self.changes
 
+    def finish(self, rec: FaultRecord) -> None:
+        """Stop; a leader change of the watched partition the nemesis' bounded election wait
+        missed (the victim fenced late in the hold, then leader again) goes into ``rec``."""
+        self.stop()
+        seen = self.first_leader_besides(rec.node) if rec.node == rec.leader_before else None
+        if rec.new_leader is not None or seen is None or rec.strike_ns is None:
+            return
+        rec.new_leader = seen[1]
+        rec.election_s = round((seen[0] - rec.strike_ns) / 1e9, 3)
+        rec.elected_from_isr = seen[1] in rec.isr_before
+        rec.election_note = "seen by the ISR watch after the election wait"
+
     def first_leader_besides(self, node: int) -> tuple[int, int] | None:
         """(time, leader) of the first leader other than ``node`` seen, if any."""
         return next(((ns, leader) for ns, leader in self.leaders if leader != node), None)
@@ -83,3 +97,13 @@ class IsrWatch:
                                          f"{isr} (leader {state.leader})")
                 self.changes.append((now, isr))
                 self._last = isr
+
+
+def watch_fault(cluster: Cluster, writer: RunWriter, failure: Failure,
+                rec: FaultRecord) -> IsrWatch | None:
+    """A started watch of ``rec``'s partition when ``failure`` asks for one (``watch_isr``)."""
+    if not failure.watch_isr or rec.topic is None or rec.partition is None:
+        return None
+    node = rec.node if isinstance(rec.node, int) else None
+    return IsrWatch(cluster, writer, rec.topic, rec.partition, node).start(
+        rec.isr_before, rec.leader_before)

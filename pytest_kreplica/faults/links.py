@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from . import linkprobe
+from .failure import GONE_AT_RECOVERY, Failure
 
 if TYPE_CHECKING:
     from ..cluster.linkproxy import LinkProxy, Route
@@ -108,31 +109,30 @@ def _measure_one_way(proxy: LinkProxy, route: Route, peer: Route | None) -> str:
             f"{_ms(back)}")
 
 
-SLOW_LINK = LinkFault(
+_SLOW = LinkFault(
     "slow_link", f"+{LATENCY_MS}±{JITTER_MS} ms each way and a {RATE_KIB_S} KiB/s cap on "
     "every link into the node",
     tuple(Toxic(kind, stream, attrs) for stream in ("upstream", "downstream")
           for kind, attrs in (("latency", (("latency", LATENCY_MS), ("jitter", JITTER_MS))),
                               ("bandwidth", (("rate", RATE_KIB_S),)))),
     _measure_slow)
-LOSSY_LINK = LinkFault(
+_LOSSY = LinkFault(
     "lossy_link", f"every connection into the node reset {LOSSY_RESET_MS} ms after its first "
     "answer (dropped connections)",
     (Toxic("reset_peer", "downstream", (("timeout", LOSSY_RESET_MS),)),),
     _measure_resets("lossy_link", hold_s=2 * LOSSY_RESET_MS / 1000, connections=3,
                     least=3, most=3))
-FLAKY_LINK = LinkFault(
+_FLAKY = LinkFault(
     "flaky_link", f"{FLAKY_SHARE:.0%} of the connections into the node reset at once",
     (Toxic("reset_peer", "downstream", (("timeout", 0),), toxicity=FLAKY_SHARE),),
     _measure_resets("flaky_link", hold_s=0.0, connections=20, least=3, most=17))
-ONE_WAY_PARTITION = LinkFault(
+_ONE_WAY = LinkFault(
     "one_way_partition", "nothing reaches the node over its links (bytes dropped, connections "
     "held); its own connections to its peers pass",
     (Toxic("timeout", "upstream", (("timeout", 0),)),), _measure_one_way,
     drop_connections=True)
 
-LINK_FAULTS: dict[str, LinkFault] = {f.name: f for f in (
-    SLOW_LINK, LOSSY_LINK, FLAKY_LINK, ONE_WAY_PARTITION)}
+LINK_FAULTS: dict[str, LinkFault] = {f.name: f for f in (_SLOW, _LOSSY, _FLAKY, _ONE_WAY)}
 
 
 def proxy_of(cluster: Any, failure: str) -> LinkProxy:
@@ -163,9 +163,10 @@ def strike(cluster: Any, node: int, failure: str) -> str:
                          _peer_route(proxy, node))
 
 
-def restore(cluster: Any, node: int, failure: str) -> str:
+def restore(cluster: Any, node: int, failure: str, timeout: float = 0.0) -> str:
     """Remove the toxics from ``node``'s routes and measure that its replication route
-    answers like the node again; returns the measurement."""
+    answers like the node again; returns the measurement (``timeout``: the registry's
+    restore signature; the heal itself is immediate)."""
     fault = LINK_FAULTS[failure]
     proxy = proxy_of(cluster, failure)
     for route in proxy.node_routes(node):
@@ -178,3 +179,23 @@ def restore(cluster: Any, node: int, failure: str) -> str:
                            f"{_ms(healed)} through the proxy (expected <= "
                            f"{HEAL_RTT_S * 1000:.0f} ms); log: {proxy.log_file}")
     return f"{route.name}: round trip {_ms(healed)} after the heal"
+
+
+def _failure(fault: LinkFault, colour: str, label: str) -> Failure:
+    """The registry's entry: process backend only, the victim runs on (may keep leading,
+    acknowledges until it is back in sync), never drawn by ``random``; its ISR watched."""
+    return Failure(
+        name=fault.name, doc=fault.doc, event=fault.name, restore_event="heal",
+        colour=colour, label=label, backends=("process",), moves_leadership=False,
+        leader_gone=GONE_AT_RECOVERY, random=False,
+        strike=lambda cluster, node: strike(cluster, node, fault.name),
+        restore=lambda cluster, node, timeout: restore(cluster, node, fault.name, timeout),
+        watch_isr=True)
+
+
+# the FAILURES registry's entries (faults/registry.py, one line each)
+SLOW_LINK = _failure(LINK_FAULTS["slow_link"], "#bcbd22", "slow link (latency + cap)")
+LOSSY_LINK = _failure(LINK_FAULTS["lossy_link"], "#17becf", "lossy link (connections reset)")
+FLAKY_LINK = _failure(LINK_FAULTS["flaky_link"], "#7f7f7f", "flaky link (half reset)")
+ONE_WAY_PARTITION = _failure(LINK_FAULTS["one_way_partition"], "#e377c2",
+                             "one-way partition (inbound cut)")

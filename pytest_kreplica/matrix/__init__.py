@@ -22,8 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster import backend_names
-from ..cluster.base import LINK_FAILURES
 from ..errors import MatrixError
+from ..faults import (
+    FAILURE_VALUES,
+    FAILURES,
+    NONE,
+    RANDOM_FAILURES,
+    TARGET_VALUES,
+    failures_on,
+)
 from ..scenarios import SCENARIOS
 
 TOP_LEVEL_KEYS = ("description", "scenario", "markers", "strategy", "dimensions", "exclude",
@@ -195,15 +202,14 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
     Dimension("backend", _choice(*backend_names()), "process", lambda v: v,
               lambda v: [f"backend_{v}"], backend_names(), doc="cluster backend"),
     # failure dimensions (issue 4 drives the faults; validated here)
-    Dimension("failure", _choice("none", "clean", "hard", "soft", "partition",
-                                 *LINK_FAILURES, "random"),
-              "none", lambda v: "nofail" if v == "none" else v, lambda v: [f"failure_{v}"],
-              ("none", "clean", "hard", "soft", "partition", *LINK_FAILURES, "random"),
-              doc="clean = SIGTERM, hard = SIGKILL, soft = SIGSTOP/SIGCONT, partition = cut "
-                  "off, random = one of clean/hard/soft per fault, from the seed"),
-    Dimension("target", _choice("leader", "follower", "controller", "mirror-maker", "random"),
+    Dimension("failure", _choice(*FAILURE_VALUES), NONE,
+              lambda v: "nofail" if v == NONE else v, lambda v: [f"failure_{v}"],
+              FAILURE_VALUES,
+              doc="; ".join(f"{n} = {f.doc}" for n, f in FAILURES.items())
+              + f"; random = one of {'/'.join(RANDOM_FAILURES)} per fault, from the seed"),
+    Dimension("target", _choice(*TARGET_VALUES),
               "leader", lambda v: v, lambda v: [f"target_{_hyphen_free(v)}"],
-              ("leader", "follower", "controller", "mirror-maker", "random"),
+              TARGET_VALUES,
               doc="role of the node hurt, resolved at the moment of the fault; random = "
                   "leader/follower/controller per fault, from the seed"),
     Dimension("failures", _int_at_least(1), 1, lambda v: f"x{v}", doc="faults in sequence"),
@@ -382,16 +388,13 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise _fail(path, f"{where}.target",
                     f"{p['target']} needs replication_factor >= 2 (rf 1 has no follower); "
                     "allowed: leader | controller, or replication_factor >= 2")
-    if p["failure"] == "partition" and p["backend"] != "docker":
+    failure = FAILURES.get(p["failure"])
+    if failure is not None and not failure.runs_on(p["backend"]):
+        needs = " or ".join(failure.backends or ())
         raise _fail(path, f"{where}.failure",
-                    f"partition needs backend docker (--kreplica-backend docker or "
-                    f"backend: [docker]), got backend {p['backend']}; allowed on "
-                    f"{p['backend']}: none | clean | hard | soft | random")
-    if p["failure"] in LINK_FAILURES and p["backend"] != "process":
-        raise _fail(path, f"{where}.failure",
-                    f"{p['failure']} needs backend process (its links pass a fault proxy), "
-                    f"got backend {p['backend']}; allowed on {p['backend']}: none | clean | "
-                    "hard | soft | partition | random")
+                    f"{p['failure']} needs backend {needs} (--kreplica-backend {needs} or "
+                    f"backend: [{needs}]), got backend {p['backend']}; allowed on "
+                    f"{p['backend']}: {' | '.join(failures_on(p['backend']))}")
     if p["mirror_semantics"] == "exactly-once" and not p["idempotence"]:
         raise _fail(path, f"{where}.mirror_semantics",
                     "exactly-once needs idempotence true (a retried send to the source "

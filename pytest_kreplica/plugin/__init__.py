@@ -13,6 +13,7 @@ its values and matrix, so ``pytest -m "smoke and compression_gzip"`` selects a s
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import time
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..scenarios import SCENARIOS
 from . import options as _options
 from . import summary as _summary
 
@@ -219,11 +221,11 @@ def kreplica_record(request: pytest.FixtureRequest) -> Callable[[dict[str, Any]]
 @pytest.fixture
 def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool,
                  kreplica_output: Path, kreplica_record):
-    """``kreplica_run(case) -> CaseResult``: take a healthy cluster from the pool, run the
-    case's workload (with every ``pytest_kreplica_case_hooks`` addition) into its run
-    directory, validate, and record the result for the summary."""
-    from ..cluster.pool import cluster_spec
-    from ..scenarios.phases import CaseHooks, run_case
+    """``kreplica_run(case) -> CaseResult``: run the case's scenario (``SCENARIOS``: the
+    module's ``run``, with every ``pytest_kreplica_case_hooks`` addition) into a fresh run
+    directory, and record the result, or an ``error`` row naming the run directory, for the
+    summary."""
+    from ..scenarios.runner import CaseHooks, RunOptions
 
     def run(case: Case):
         run_dir = kreplica_output / case.case_id
@@ -236,12 +238,10 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             hooks = CaseHooks()
             request.config.hook.pytest_kreplica_case_hooks(config=request.config, case=case,
                                                            hooks=hooks)
-            acquired = time.monotonic()
-            cluster = kreplica_pool.acquire(cluster_spec(case))
-            result = run_case(case, cluster, run_dir, hooks=hooks,
-                              spark_master=kreplica_options.spark_master,
-                              replica_check=kreplica_options.replica_check,
-                              cluster_ready_s=time.monotonic() - acquired)
+            scenario = importlib.import_module(SCENARIOS[case.scenario])
+            result = scenario.run(case, kreplica_pool, run_dir, RunOptions(
+                spark_master=kreplica_options.spark_master,
+                replica_check=kreplica_options.replica_check, hooks=hooks))
             row = result.summary()
             # per-phase timings as their own properties: they land in the JUnit XML
             for name, seconds in result.phases.items():

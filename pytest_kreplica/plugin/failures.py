@@ -2,8 +2,8 @@
 ``failure`` is not ``none``, adds the election time to the matrix summary, writes the run's
 index.html, keeps soak cases out of ordinary runs, and prints progress of long cases.
 
-Registered by ``plugin.pytest_configure``; imports of the nemesis and the report happen
-inside the hooks, so loading pytest stays light.
+Registered by ``plugin.pytest_configure``. The nemesis and ``report`` are light at import
+(``report`` loads matplotlib and pyarrow on first use), so they are imported here at the top.
 """
 
 from __future__ import annotations
@@ -11,10 +11,20 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from ..faults import NONE, Component, FaultPlan, Nemesis, scenario_checks
+from ..report import write_index
+
+if TYPE_CHECKING:
+    from ..matrix import Case
+    from ..scenarios.runner import CaseContext, CaseHooks
+
+Say = Callable[["CaseContext", str], None]
 
 SOAK_MARKER = "soak"
 ASYNC_FAULT_RATE = 1000.0  # sends/s of an async producer while faults run: keeps soaks small
@@ -22,9 +32,7 @@ PROGRESS_EVERY_S = 10.0
 ENV_DURATION = "KREPLICA_DURATION"
 
 
-def fault_plan(case: Any, duration: float | None = None) -> Any:
-    from ..faults.nemesis import FaultPlan
-
+def fault_plan(case: Case, duration: float | None = None) -> FaultPlan:
     return FaultPlan(seed=case.seed, failure=case.failure, target=case.target,
                      failures=case.failures, downtime_s=case.downtime,
                      duration_s=duration if duration is not None else case.duration)
@@ -36,17 +44,16 @@ class FailurePlugin:
         self.duration = _duration_override(config)
 
     # -- cases -----------------------------------------------------------------------
-    def pytest_kreplica_case_hooks(self, config: pytest.Config, case: Any, hooks: Any) -> None:
-        if case.failure == "none":
+    def pytest_kreplica_case_hooks(self, config: pytest.Config, case: Case,
+                                   hooks: CaseHooks) -> None:
+        if case.failure == NONE:
             return
-        if case.target == "mirror-maker":
-            return  # the two-cluster scenario drives MirrorMaker faults itself
         duration = case.duration  # only duration-bounded (soak) cases take the override
         if duration is not None and self.duration is not None:
             duration = self.duration
         add_nemesis(case, hooks, say=self._progress_sink(case), duration=duration)
 
-    def _progress_sink(self, case: Any):
+    def _progress_sink(self, case: Case) -> Say:
         """Progress goes to the case's progress.log, and to the terminal when this process
         owns it (not an xdist worker, whose output pytest does not show live)."""
         reporter = None
@@ -54,7 +61,7 @@ class FailurePlugin:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         lock = threading.Lock()
 
-        def say(ctx: Any, message: str) -> None:
+        def say(ctx: CaseContext, message: str) -> None:
             line = f"[{case.case_id}] {message}"
             with lock:
                 with open(ctx.run_dir / "progress.log", "a", encoding="utf-8") as out:
@@ -84,8 +91,6 @@ class FailurePlugin:
     # -- summary ---------------------------------------------------------------------------
     def pytest_kreplica_summary(self, config: pytest.Config, rows: list[dict[str, Any]],
                                 terminalreporter: Any) -> None:
-        from ..report import write_index
-
         dirs = [Path(r["run_dir"]) for r in rows if r.get("run_dir")]
         if not dirs:
             return
@@ -99,24 +104,34 @@ class FailurePlugin:
             terminalreporter.write_line(f"kreplica report index: {index}")
 
 
-def add_nemesis(case: Any, hooks: Any, *, say: Any = None, duration: float | None = None
+def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
+                duration: float | None = None,
+                components: Callable[[CaseContext], dict[str, Component]] | None = None,
+                recovery_timeout: float | None = None, produce_rate: float | None = None
                 ) -> None:
-    """Put a nemesis for ``case`` into ``hooks`` (a ``scenario.CaseHooks``): it runs in the
-    produce phase (or the consume phase, ``fault_timing: consume``), the producer keeps
-    sending until its faults are done, and its records, elections and scenario checks go
-    into the case's verdict.json through ``ctx.extra``."""
+    """Put a nemesis for ``case`` into ``hooks`` (a ``runner.CaseHooks``): it runs in the
+    produce phase (or the consume phase, ``fault_timing: consume``) against ``ctx.cluster``,
+    the producer keeps sending until its faults are done, and its records, elections and
+    scenario checks go into the case's verdict.json through ``ctx.extra``.
+
+    Component targets (MirrorMaker 2) come from ``ctx.components``, which the scenario that
+    owns the component fills once it runs; a caller outside the plugin may pass
+    ``components`` instead: called with the case context, it returns ``{target: Component}``;
+    ``recovery_timeout`` bounds each restore, ``produce_rate`` caps the producer while
+    faults run (default: ``ASYNC_FAULT_RATE`` for an async producer)."""
     done = threading.Event()
     say = say or (lambda ctx, message: None)
     if duration is None:
         duration = case.duration
+    timeouts = {} if recovery_timeout is None else {"recovery_timeout": recovery_timeout}
 
-    def nemesis(ctx: Any) -> None:
-        from ..faults.nemesis import Nemesis, scenario_checks
-
+    def nemesis(ctx: CaseContext) -> None:
         plan = fault_plan(case, duration)
         partitions = [(t, p) for t in ctx.topics for p in range(case.partitions)]
         nem = Nemesis(ctx.cluster, ctx.writer, plan, partitions,
-                      progress=lambda msg: say(ctx, msg))
+                      progress=lambda msg: say(ctx, msg),
+                      components=components(ctx) if components is not None else ctx.components,
+                      **timeouts)
         ctx.extra["fault_plan"] = plan.to_dict()
         ticker = _Ticker(ctx, nem, say)
         try:
@@ -124,11 +139,7 @@ def add_nemesis(case: Any, hooks: Any, *, say: Any = None, duration: float | Non
         finally:
             done.set()
             ticker.stop()
-            records = [r.to_dict() for r in nem.records]
-            elections = [r["election_s"] for r in records if r["election_s"] is not None]
-            ctx.extra["faults"] = records
-            ctx.extra["election_s"] = elections
-            ctx.extra["election_max_s"] = max(elections) if elections else None
+            ctx.extra["faults"] = [r.to_dict() for r in nem.records]  # with election_s
             ctx.extra["checks"] = scenario_checks(
                 nem.records, unclean_leader_election=case.unclean_leader_election)
 
@@ -138,20 +149,22 @@ def add_nemesis(case: Any, hooks: Any, *, say: Any = None, duration: float | Non
     else:
         hooks.during_produce.append(nemesis)
         hooks.keep_producing.append(lambda: not done.is_set())
-        if case.producer_mode == "async" and hooks.produce_rate is None:
+        if produce_rate is not None:
+            hooks.produce_rate = produce_rate
+        elif case.producer_mode == "async" and hooks.produce_rate is None:
             hooks.produce_rate = ASYNC_FAULT_RATE
 
 
 class _Ticker:
     """Every ``PROGRESS_EVERY_S``: sent / acked / consumed and the next fault."""
 
-    def __init__(self, ctx: Any, nem: Any, say: Any):
+    def __init__(self, ctx: CaseContext, nem: Nemesis, say: Say):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, args=(ctx, nem, say), daemon=True,
                                         name="kreplica-progress")
         self._thread.start()
 
-    def _loop(self, ctx: Any, nem: Any, say: Any) -> None:
+    def _loop(self, ctx: CaseContext, nem: Nemesis, say: Say) -> None:
         while not self._stop.wait(PROGRESS_EVERY_S):
             stats, consumer = ctx.stats, ctx.consumer
             sent, acked = getattr(stats, "sent", "?"), getattr(stats, "ok", "?")

@@ -13,7 +13,7 @@ hookspec = pluggy.HookspecMarker("pytest")
 
 @hookspec
 def pytest_kreplica_case_hooks(config: pytest.Config, case: Any, hooks: Any) -> None:
-    """Add to ``hooks`` (a ``pytest_kreplica.scenarios.phases.CaseHooks``) before ``case``
+    """Add to ``hooks`` (a ``pytest_kreplica.scenarios.runner.CaseHooks``) before ``case``
     runs, e.g.
     ``hooks.during_produce.append(nemesis)``: each callable gets a ``CaseContext`` (cluster,
     case, writer, seeded ``random.Random``, stop event) in a background thread."""

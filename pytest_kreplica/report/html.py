@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..faults import STRIKE_EVENTS
 from .data import clusters_section, load
 from .plots import series_svg, timeline_svg
 from .verdict import read_verdict
@@ -250,7 +251,7 @@ def _clusters_html(data: Any, verdict: dict[str, Any]) -> str:
         section = clusters_section(data)
     src, tgt, mm = section["source"], section["target"], section["mirror_maker"]
     lag = mm.get("lag") or {}
-    faults = [e for e in mm["events"] if e["kind"] in ("kill", "terminate", "pause")]
+    faults = [e for e in mm["events"] if e["kind"] in STRIKE_EVENTS]
 
     def nodes(side: dict[str, Any]) -> str:
         return ", ".join(side.get("nodes") or []) or "?"

@@ -13,11 +13,9 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from ..faults import RESTORE_EVENTS, STRIKE_EVENTS  # noqa: E402
 from .data import RunData  # noqa: E402
 
-FAULT_COLOURS = {"kill": "#d62728", "terminate": "#ff7f0e", "pause": "#9467bd",
-                 "partition": "#8c564b"}
-RESTORE_KINDS = {"start", "resume", "heal"}
 WIDTH_IN = 10.5
 LEFT, RIGHT = 0.09, 0.98  # shared margins: the plots' time axes line up on the page
 
@@ -74,12 +72,12 @@ def fault_spans(data: RunData) -> list[dict[str, Any]]:
     open_by_row: dict[str, dict[str, Any]] = {}
     for e in data.events:
         kind, row, t = e.get("kind"), row_of(e), data.seconds(e.get("time_ns"))
-        if kind in FAULT_COLOURS and row is not None:
+        if kind in STRIKE_EVENTS and row is not None:
             span = {"node": row, "kind": kind, "role": e.get("role"), "start": t,
                     "restore": None, "recovered": None}
             spans.append(span)
             open_by_row[row] = span
-        elif kind in RESTORE_KINDS and row in open_by_row:
+        elif kind in RESTORE_EVENTS and row in open_by_row:
             open_by_row[row]["restore"] = t
         elif kind == "recovered" and row in open_by_row:
             open_by_row.pop(row)["recovered"] = t
@@ -91,7 +89,8 @@ def fault_spans(data: RunData) -> list[dict[str, Any]]:
 
 def _shade(ax: Any, spans: list[dict[str, Any]]) -> None:
     for s in spans:
-        ax.axvspan(s["start"], s["restore"], color=FAULT_COLOURS[s["kind"]], alpha=0.12, lw=0)
+        ax.axvspan(s["start"], s["restore"], color=STRIKE_EVENTS[s["kind"]].colour,
+                   alpha=0.12, lw=0)
 
 
 def timeline_svg(data: RunData) -> str:
@@ -108,10 +107,10 @@ def timeline_svg(data: RunData) -> str:
     for s in spans:
         y = row[s["node"]]
         ax.barh(y, s["restore"] - s["start"], left=s["start"], height=0.5,
-                color=FAULT_COLOURS[s["kind"]])
+                color=STRIKE_EVENTS[s["kind"]].colour)
         if s["recovered"] is not None:
             ax.barh(y, s["recovered"] - s["restore"], left=s["restore"], height=0.5,
-                    color=FAULT_COLOURS[s["kind"]], alpha=0.3)
+                    color=STRIKE_EVENTS[s["kind"]].colour, alpha=0.3)
         ax.annotate(f"{s['kind']} ({s['role']})", (s["start"], y + 0.32), fontsize=8)
     started = False
     for e in data.events:
@@ -137,7 +136,7 @@ def timeline_svg(data: RunData) -> str:
     ax.set_xlim(0, data.end_s)
     ax.set_xlabel("seconds since the run began")
     ax.grid(axis="x", alpha=0.3)
-    legend = [Patch(color=c, label=k) for k, c in FAULT_COLOURS.items()
+    legend = [Patch(color=f.colour, label=f.label) for k, f in STRIKE_EVENTS.items()
               if any(s["kind"] == k for s in spans)]
     legend.append(Patch(color="#bbbbbb", label="restored, catching up"))
     legend.append(plt.Line2D([], [], marker="D", color="#2ca02c", ls="", label="new leader"))

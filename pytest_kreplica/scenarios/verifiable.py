@@ -24,7 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..cluster import distribution, reaper
+from ..cluster.launcher import Launcher
 from ..errors import ClusterError
+from ..history import RunWriter, now_ns
 
 PRODUCER_CLASS = "org.apache.kafka.tools.VerifiableProducer"
 CONSUMER_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
@@ -35,8 +38,6 @@ class _JavaClient:
 
     def __init__(self, version: str | None, main_class: str, args: list[str], log_file: Path,
                  on_event: Any):
-        from ..cluster import distribution
-
         self.dist = distribution.resolve(version, ("broker", "tools"))
         self.main_class = main_class
         self.args = args
@@ -47,9 +48,6 @@ class _JavaClient:
         self._reader: threading.Thread | None = None
 
     def start(self) -> None:
-        from ..cluster import reaper
-        from ..cluster.launcher import Launcher
-
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         cmd = [c for c in self.dist.command(self.main_class, *self.args, component="tools",
                                             extra_flags=reaper.owner_flags(
@@ -99,12 +97,11 @@ class _JavaClient:
             self.wait(15)
 
 
-def java_produce(version: str | None, bootstrap: str, topic: str, messages: int, writer: Any,
-                 log_dir: Path, *, process: int = 10, timeout: float = 300.0) -> set[str]:
+def java_produce(version: str | None, bootstrap: str, topic: str, messages: int,
+                 writer: RunWriter, log_dir: Path, *, process: int = 10,
+                 timeout: float = 300.0) -> set[str]:
     """Send ``messages`` records with VerifiableProducer (acks all) of ``version``; write a
     send row per result line; return the acknowledged ids."""
-    from ..history import now_ns
-
     acked: set[str] = set()
     seen: set[str] = set()
 
@@ -147,13 +144,11 @@ def java_produce(version: str | None, bootstrap: str, topic: str, messages: int,
 
 
 def java_consume(version: str | None, bootstrap: str, topic: str, expected: set[str],
-                 writer: Any, log_dir: Path, *, process: int = 11, timeout: float = 180.0
+                 writer: RunWriter, log_dir: Path, *, process: int = 11, timeout: float = 180.0
                  ) -> set[str]:
     """Read ``topic`` from the beginning with VerifiableConsumer (verbose) of ``version``
     until every id of ``expected`` was polled or ``timeout`` passed; write poll rows and
     assignment events; return the ids never seen."""
-    from ..history import now_ns
-
     seen: set[str] = set()
     state = {"poll": 1, "index": 0}
     progress = threading.Condition()

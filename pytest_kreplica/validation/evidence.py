@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cluster.base import LINK_FAILURES
+from ..faults import FAILURES
+from ..faults.failure import GONE_AT_RECOVERY, GONE_AT_STRIKE
 
 UNCLEAN = "election from outside the ISR"
 LEADER_CHANGE = "leader change with acks {acks}"
-_MOVES_LEADERSHIP = ("clean", "hard", "partition")  # a pause may keep it: needs an election
 
 
 def _leader_gone_ns(fault: dict[str, Any]) -> int | None:
@@ -35,9 +35,11 @@ def _leader_gone_ns(fault: dict[str, Any]) -> int | None:
     the heal / resume until it learns it was replaced - at the latest when every replica is
     back in sync (``recovered_ns``; measured: a cut leader acknowledged 162 records in the
     1.7 s between heal and recovery)."""
-    if fault.get("failure") in ("partition", "soft", *LINK_FAILURES):  # it keeps running
+    failure = FAILURES.get(str(fault.get("failure")))
+    gone = failure.leader_gone if failure is not None else None
+    if gone == GONE_AT_RECOVERY:
         return fault.get("recovered_ns") or fault.get("restore_ns")
-    if fault.get("failure") == "hard":  # SIGKILL: nothing is acknowledged after the strike
+    if gone == GONE_AT_STRIKE:  # SIGKILL: nothing is acknowledged after the strike
         return fault.get("strike_ns")
     if fault.get("strike_ns") is not None and fault.get("election_s") is not None:
         return fault["strike_ns"] + int(fault["election_s"] * 1e9)
@@ -55,6 +57,8 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
         if f.get("node") is None or f.get("strike_ns") is None or f.get("topic") is None:
             continue  # a component fault, or a fault that never struck
         until = _leader_gone_ns(f)
+        failure = FAILURES.get(str(f.get("failure")))
+        moves = failure is not None and failure.moves_leadership  # a pause may keep it
         if until is None:
             continue
         base = {"fault": f.get("index"), "failure": f.get("failure"),
@@ -71,10 +75,9 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
         if acks not in (0, 1):
             continue
         led: list[tuple[str, int]] = []
-        if led_watched and (f.get("new_leader") is not None
-                            or f.get("failure") in _MOVES_LEADERSHIP):
+        if led_watched and (f.get("new_leader") is not None or moves):
             led.append(watched)
-        if f.get("failure") in _MOVES_LEADERSHIP:
+        if moves:
             for name in f.get("led_before") or []:
                 topic, _, part = str(name).rpartition("-")
                 if part.isdigit() and (topic, int(part)) != watched:

@@ -175,7 +175,7 @@ def test_check_reports_what_the_case_concluded(tmp_path, kreplica_check):
     """The CaseResult run_case builds from the same parts (checker verdict, replica check,
     trade-off, coverage) passes exactly when ``kreplica check`` says ``passed``."""
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.scenarios.phases import CaseResult, ReplicaCheck
+    from pytest_kreplica.scenarios.runner import CaseResult, ReplicaCheck
     from pytest_kreplica.validation.checker import check
     from pytest_kreplica.validation.outcome import judge_case
     from pytest_kreplica.validation.tradeoffs import judge  # noqa: F401 - the rule under test

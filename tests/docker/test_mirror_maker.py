@@ -10,10 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
+from pytest_kreplica.cluster.mirrormaker import create_mirror_maker
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.scenarios.mirror import (
-    create_mirror_maker,
-)
 from tests.mirror_checks import assert_down_then_mirrors_again, mirroring, run_one_fault
 
 TOPIC = "mm-docker"
@@ -38,7 +36,7 @@ def pair(docker_client, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mirror(pair, tmp_path_factory):
-    from pytest_kreplica.scenarios.mirror_docker import DockerMirrorMaker
+    from pytest_kreplica.cluster.mirrormaker import DockerMirrorMaker
 
     source, target = pair
     mm = create_mirror_maker(source, target, [TOPIC], tmp_path_factory.mktemp("mm-docker"))
@@ -105,7 +103,7 @@ def test_mirror_nemesis_records_pause_resume_and_recovery(pair, mirror):
 def test_close_leaves_no_container(mirror, docker_client):
     import docker
 
-    from pytest_kreplica.scenarios.mirror_docker import containers_of_this_session
+    from pytest_kreplica.cluster.mirrormaker.docker import containers_of_this_session
 
     mm, _ = mirror
     mm.close()

@@ -11,11 +11,9 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
+from pytest_kreplica.cluster.mirrormaker import MirrorMaker
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.scenarios.mirror import (
-    ClusterWriter,
-    MirrorMaker,
-)
+from pytest_kreplica.scenarios.runner import ClusterWriter
 from tests.mirror_checks import assert_down_then_mirrors_again, mirroring, run_one_fault
 
 TOPIC = "mm-it"

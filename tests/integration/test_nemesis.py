@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, NodeState, TopicSpec, create_cluster
-from pytest_kreplica.faults.nemesis import ELECTION_BOUND_S, FaultPlan, Nemesis, scenario_checks
+from pytest_kreplica.faults import ELECTION_BOUND_S, FaultPlan, Nemesis, scenario_checks
 from pytest_kreplica.history import RunWriter
 
 STRIKE_KIND = {"clean": "terminate", "hard": "kill", "soft": "pause"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_kreplica.scenarios.phases import ReplicaCheck
+from pytest_kreplica.scenarios.runner import ReplicaCheck
 
 
 def logs(valid: bool, **counts) -> dict:

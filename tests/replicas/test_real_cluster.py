@@ -403,7 +403,7 @@ def test_check_tells_lost_by_the_broker_from_missed_by_the_consumer(written, run
 
 
 def test_case_runner_replica_check_on_the_live_cluster(cluster, written, tmp_path):
-    from pytest_kreplica.scenarios.phases import verify_replicas
+    from pytest_kreplica.scenarios.runner import verify_replicas
 
     check = verify_replicas(cluster, [TOPIC], len(CODECS), tmp_path)
     assert check.valid and check.at_rest, check.as_dict()

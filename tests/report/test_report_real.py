@@ -24,7 +24,7 @@ CASE = {"dimensions": {"failure": ["hard"], "target": ["leader"], "acks": [1],
 def real_run(tmp_path_factory):
     from pytest_kreplica.cluster import create_cluster
     from pytest_kreplica.cluster.pool import cluster_spec
-    from pytest_kreplica.scenarios.phases import CaseHooks, run_case
+    from pytest_kreplica.scenarios.runner import CaseHooks, run_case
 
     (case,) = parse_matrix(Path("report-real.yaml"), CASE).cases
     cluster = create_cluster(cluster_spec(case), tmp_path_factory.mktemp("report-cluster"))

@@ -13,9 +13,9 @@ import pytest
 
 
 @pytest.mark.kreplica_scenario("mirror")
-def test_mirror_maker_failure(kreplica_case, mirror_pair_run):
+def test_mirror_maker_failure(kreplica_case, kreplica_run):
     case = kreplica_case
-    result = mirror_pair_run(case, case.target_kafka_version)
+    result = kreplica_run(case)
     where = f"run directory {result.run_dir}; log {result.log_files['mirror-maker']}"
     faults = result.extra.get("faults", [])
     assert len(faults) == case.failures, (

@@ -14,45 +14,11 @@ import json
 import pytest
 
 
-@pytest.fixture
-def upgrade_run(kreplica_options, kreplica_pool, recorded_run):
-    """``upgrade_run(case) -> CaseResult``: a rolling upgrade under load on a cluster of its
-    own (per-node versions), closed afterwards."""
-    from pytest_kreplica.cluster.base import ClusterSpec
-    from pytest_kreplica.scenarios.phases import run_case
-    from pytest_kreplica.scenarios.upgrade import VersionedCluster, upgrade_hooks
-
-    def run(case):
-        def body(run_dir):
-            spec = ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
-                               backend=case.backend, role="upgrade")
-            cluster = VersionedCluster(spec, run_dir / "cluster")
-            try:
-                cluster.start(timeout=kreplica_pool.start_timeout)
-                hooks, _ = upgrade_hooks(case, case.target_kafka_version)
-                result = run_case(case, cluster, run_dir, hooks,
-                                  spark_master=kreplica_options.spark_master,
-                                  replica_check=kreplica_options.replica_check,
-                                  drain_timeout=120.0)
-                result.extra["node_versions"] = {
-                    str(n.node_id): cluster.node_version(n.node_id) for n in cluster.nodes}
-                return result
-            finally:
-                cluster.close()
-
-        return recorded_run(case, body)
-
-    return run
-
-
 @pytest.mark.kreplica_scenario("version-compat")
-def test_version_compat(kreplica_case, mirror_pair_run, upgrade_run):
+def test_version_compat(kreplica_case, kreplica_run):
     from pytest_kreplica.cluster import distribution
 
-    if kreplica_case.compat == "upgrade":
-        result = upgrade_run(kreplica_case)
-    else:
-        result = mirror_pair_run(kreplica_case, kreplica_case.target_kafka_version)
+    result = kreplica_run(kreplica_case)
     run = json.loads((result.run_dir / "run.json").read_text())
     if kreplica_case.compat == "upgrade":
         upgrade = result.extra.get("upgrade")

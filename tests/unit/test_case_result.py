@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kreplica.matrix import parse_matrix
-from pytest_kreplica.scenarios.phases import CaseResult, ReplicaCheck
+from pytest_kreplica.scenarios.runner import CaseResult, ReplicaCheck
 
 
 @dataclass

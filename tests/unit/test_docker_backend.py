@@ -86,7 +86,7 @@ def test_network_partition_matrix_runs_on_docker():
 
 
 def test_nemesis_partitions_then_heals_and_records_both():
-    from pytest_kreplica.faults.nemesis import FaultPlan, FaultRecord, Nemesis
+    from pytest_kreplica.faults import FaultPlan, FaultRecord, Nemesis
 
     calls: list[tuple] = []
     events: list[str] = []

@@ -26,7 +26,7 @@ SOAK = """
 """
 HOOKS_TEST = """
     import pytest
-    from pytest_kreplica.scenarios.phases import CaseHooks
+    from pytest_kreplica.scenarios.runner import CaseHooks
 
     @pytest.mark.kreplica_scenario("replication")
     def test_case(kreplica_case, pytestconfig):
@@ -77,3 +77,56 @@ def test_bad_duration_is_one_line_usage_error(project, value):
     assert (f"--kreplica-duration / KREPLICA_DURATION: bad value '{value}'; allowed: a "
             f"number of seconds > 0") in result.stderr.str()
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_add_nemesis_fails_a_component_target_through_the_standard_hook(tmp_path):
+    """A scenario with a component (MirrorMaker 2) hands it to ``add_nemesis``: the same
+    nemesis hook strikes and restores it, with the scenario's recovery bound and producer
+    rate, and its records and checks land in ``ctx.extra``."""
+    import random
+    import threading
+    from pathlib import Path
+
+    from pytest_kreplica.cluster.base import NodeState
+    from pytest_kreplica.faults import Component
+    from pytest_kreplica.matrix import parse_matrix
+    from pytest_kreplica.plugin.failures import add_nemesis
+    from pytest_kreplica.scenarios.runner import CaseContext, CaseHooks
+
+    (case,) = parse_matrix(Path("x.yaml"), {"scenario": "mirror", "dimensions": {
+        "failure": ["hard"], "target": ["mirror-maker"], "downtime": [0]}}).cases
+
+    class Process:
+        pid, state, calls = 7, NodeState.RUNNING, []
+
+        def kill(self):
+            self.calls.append("kill")
+            self.state = NodeState.STOPPED
+
+        def start(self):
+            self.calls.append("start")
+            self.state = NodeState.RUNNING
+
+    class Writer:
+        kinds: list[str] = []
+
+        def event(self, kind, **fields):
+            self.kinds.append(kind)
+
+    proc, waited = Process(), []
+    hooks = CaseHooks()
+    add_nemesis(case, hooks, recovery_timeout=33.0, produce_rate=250.0,
+                components=lambda ctx: {"mirror-maker": Component(
+                    "mirror-maker", "MirrorMaker 2", proc, lambda: 5,
+                    lambda base, timeout: waited.append((base, timeout)))})
+    assert hooks.produce_rate == 250.0 and len(hooks.keep_producing) == 1
+    ctx = CaseContext(case, None, Writer(), ["t"], random.Random(1), threading.Event(),
+                      tmp_path)
+    (nemesis,) = hooks.during_produce
+    nemesis(ctx)
+    assert proc.calls == ["kill", "start"] and waited == [(5, 33.0)]
+    assert Writer.kinds == ["kill", "start", "recovered"]
+    (fault,) = ctx.extra["faults"]
+    assert fault["node"] == "mirror-maker" and fault["error"] is None
+    assert [c["ok"] for c in ctx.extra["checks"]] == [True]
+    assert hooks.keep_producing[0]() is False  # the producer may stop: the faults are done

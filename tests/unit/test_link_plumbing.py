@@ -229,3 +229,15 @@ def test_isr_watch_sees_a_leader_change_and_its_return():
     assert [leader for _, leader in watch.leaders] == [2, 1]
     assert watch.first_leader_besides(1)[1] == 2
     assert elects[0][:2] == ("2", "leader") and "leader 1 -> 2" in elects[0][2]
+
+
+def test_the_registry_holds_the_link_faults():
+    from pytest_kreplica.faults import FAILURES, RANDOM_FAILURES, failures_on
+
+    for name in LINK_FAILURES:
+        failure = FAILURES[name]
+        assert failure.event == name and failure.restore_event == "heal"
+        assert failure.backends == ("process",) and failure.watch_isr
+        assert not failure.moves_leadership and name not in RANDOM_FAILURES
+        assert name in failures_on("process") and name not in failures_on("docker")
+    assert len({FAILURES[n].colour for n in FAILURES}) == len(FAILURES)  # one colour each

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kreplica.cluster.mirrormaker.config import (
+    IDENTITY_POLICY,
+    mirrored_name,
+    mm2_properties,
+)
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import InputError, MatrixError
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import load_matrix, parse_matrix
-from pytest_kreplica.scenarios.mirror import (
-    IDENTITY_POLICY,
-    ClusterWriter,
-    mirrored_name,
-    mm2_properties,
-    pair_specs,
-)
+from pytest_kreplica.scenarios.mirror import pair_specs
+from pytest_kreplica.scenarios.runner import ClusterWriter
 
 MATRICES = Path(__file__).resolve().parents[2] / "matrices"
 
@@ -150,7 +150,7 @@ def test_mirror_maker_target_outside_the_mirror_scenario_is_one_line():
 
 
 def test_fault_plan_takes_the_mirror_maker_target_but_random_never_draws_it():
-    from pytest_kreplica.faults.nemesis import FaultPlan
+    from pytest_kreplica.faults import FaultPlan
 
     plan = FaultPlan(seed=4, failure="hard", target="mirror-maker", failures=2)
     assert [s.target for s in plan.faults()] == ["mirror-maker", "mirror-maker"]

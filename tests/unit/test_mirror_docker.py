@@ -11,10 +11,9 @@ import pytest
 from pytest_kreplica.cluster import ClusterSpec
 from pytest_kreplica.cluster.base import Node
 from pytest_kreplica.cluster.docker import DockerCluster
+from pytest_kreplica.cluster.mirrormaker import DockerMirrorMaker, MirrorMaker, create_mirror_maker
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.scenarios.mirror import MirrorMaker, create_mirror_maker
-from pytest_kreplica.scenarios.mirror_docker import DockerMirrorMaker
 
 
 def _docker(tmp_path: Path, role: str, brokers: int = 1) -> DockerCluster:

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_kreplica.cluster.base import PartitionState
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.faults.nemesis import (
+from pytest_kreplica.faults import (
     FAULT_RECORD_PHASES,
     FaultPlan,
     FaultRecord,
@@ -174,7 +174,7 @@ class _Events:
     ("hard", "kill", "start", "stopped"), ("clean", "terminate", "start", "stopped"),
     ("soft", "pause", "resume", "paused")])
 def test_component_faults_share_the_runner_record_and_events(failure, strike, restore, state):
-    from pytest_kreplica.faults.nemesis import Component
+    from pytest_kreplica.faults import Component
 
     proc, events, waited = _FakeProcess(), _Events(), []
     comp = Component("mirror-maker", "MirrorMaker 2", proc, lambda: 17,
@@ -197,7 +197,7 @@ def test_component_faults_share_the_runner_record_and_events(failure, strike, re
 
 def test_component_that_does_not_recover_fails_its_fault():
     from pytest_kreplica.errors import ClusterError
-    from pytest_kreplica.faults.nemesis import Component
+    from pytest_kreplica.faults import Component
 
     def never(base, timeout):
         raise ClusterError("expected mirroring to move again within 9 s; last seen: 0")
@@ -216,8 +216,8 @@ def test_component_is_restored_even_when_its_progress_cannot_be_read(monkeypatch
     """Progress is read from the target cluster: a transient client error is retried, and
     one that lasts is noted without leaving the component down."""
     from pytest_kreplica.errors import ClusterError
+    from pytest_kreplica.faults import Component
     from pytest_kreplica.faults import nemesis as nemesis_module
-    from pytest_kreplica.faults.nemesis import Component
 
     monkeypatch.setattr(nemesis_module, "PROGRESS_READ_S", 0.6)
     answers = iter([TimeoutError("end offsets"), 17])

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec
+from pytest_kreplica.cluster.versioned import FINALIZED_RE, MAPPING_RE, VersionedCluster
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.scenarios.upgrade import _FINALIZED_RE, _MAPPING_RE, VersionedCluster
 
 
 def test_mixed_cluster_nodes_may_only_be_newer_than_the_formatting_version(tmp_path):
@@ -28,10 +28,10 @@ def test_switch_version_changes_the_next_start_only(tmp_path):
 
 def test_features_tool_output_is_parsed():
     mapping = "metadata.version=30 (4.3-IV0)\nkraft.version=1\ngroup.version=1\n"
-    match = _MAPPING_RE.search(mapping)
+    match = MAPPING_RE.search(mapping)
     assert (int(match.group(1)), match.group(2)) == (30, "4.3-IV0")
     describe = ("Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
                 "FinalizedVersionLevel: 0\tEpoch: 12\n"
                 "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\t"
                 "SupportedMaxVersion: 4.3-IV0\tFinalizedVersionLevel: 4.3-IV0\tEpoch: 40\n")
-    assert _FINALIZED_RE.search(describe).group(1) == "4.3-IV0"
+    assert FINALIZED_RE.search(describe).group(1) == "4.3-IV0"

@@ -1,6 +1,6 @@
 """MirrorMaker 2 as a container between two docker-backend clusters (C.6 / C.7a on docker).
 
-``DockerMirrorMaker`` has ``mirror.MirrorMaker``'s interface and readiness rule (every
+``DockerMirrorMaker`` has ``process.MirrorMaker``'s interface and readiness rule (every
 mirrored topic exists on the target and holds a record, observed from the host through the
 clusters' published listeners, never slept), but the dedicated MirrorMaker 2 JVM runs as
 PID 1 of a container:
@@ -30,22 +30,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cluster.base import NodeState
-from ..errors import InputError, NodeError
-from .mirror import (
-    KILL_WAIT_S,
-    NODE_NAME,
-    STOP_TIMEOUT_S,
-    MirrorMaker,
-    _last_line,
-    _mirror_classpath,
-    _wait,
-    mm2_properties,
-    render_properties,
-)
+from ...errors import InputError, NodeError
+from ...waits import last_error_line, wait_until
+from .. import distribution, reaper
+from ..base import NodeState
+from ..docker import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, MOUNT, DockerCluster
+from ..docker_image import LABEL_VERSION, engine, ensure_image, ensure_layer_image
+from .config import NODE_NAME, mirror_classpath, mm2_properties, render_properties
+from .process import KILL_WAIT_S, STOP_TIMEOUT_S, MirrorMaker
 
 if TYPE_CHECKING:
     import docker
+
+    from ..base import Cluster
+    from ..distribution import Distribution
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +54,12 @@ CONTAINER_REST_PORT = 8083  # exactly-once's internal REST server, inside the co
 _STATES = {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}
 
 
-def ensure_mirror_image(dist: Any, client: docker.DockerClient) -> str:
+def ensure_mirror_image(dist: Distribution, client: docker.DockerClient) -> str:
     """``kreplica/kafka-mirror:<version>``: the docker backend's broker image of
     ``dist.version`` plus the MirrorMaker 2 classpath; built once (under the image lock)
     and rebuilt only when the broker image changed."""
-    from ..cluster.docker_image import LABEL_VERSION, ensure_image, ensure_layer_image
-
     base = ensure_image(dist.version, client)
-    jars = [Path(jar) for jar in _mirror_classpath(dist).split(os.pathsep) if jar]
+    jars = [Path(jar) for jar in mirror_classpath(dist).split(os.pathsep) if jar]
     return ensure_layer_image(client, base, f"{MIRROR_REPOSITORY}:{dist.version}", jars,
                               MIRROR_LIBS, labels={LABEL_VERSION: dist.version})
 
@@ -71,10 +67,8 @@ def ensure_mirror_image(dist: Any, client: docker.DockerClient) -> str:
 class DockerMirrorMaker(MirrorMaker):
     """MirrorMaker 2 in a container between two ``DockerCluster``s (module docstring)."""
 
-    def __init__(self, source: Any, target: Any, topics: list[str], workdir: Path | str,
-                 **kwargs: Any):
-        from ..cluster.docker import DockerCluster
-
+    def __init__(self, source: Cluster, target: Cluster, topics: list[str],
+                 workdir: Path | str, **kwargs: Any):
         for role, cluster in (("source", source), ("target", target)):
             if not isinstance(cluster, DockerCluster):
                 raise InputError(f"a MirrorMaker 2 container needs docker clusters; the "
@@ -90,8 +84,6 @@ class DockerMirrorMaker(MirrorMaker):
     @property
     def client(self) -> docker.DockerClient:
         if self._client is None:
-            from ..cluster.docker_image import engine
-
             self._client = engine()
         return self._client
 
@@ -125,11 +117,11 @@ class DockerMirrorMaker(MirrorMaker):
                    networks=[self.source.name, self.target.name])
         return out
 
-    def _hint(self) -> str:
+    def hint(self) -> str:
         return f"MirrorMaker 2 container {self.container_name}, log: {self.log_file}"
 
     def _fail(self, what: str) -> NodeError:
-        return NodeError(f"{what}; {self._hint()}", log_file=str(self.log_file))
+        return NodeError(f"{what}; {self.hint()}", log_file=str(self.log_file))
 
     # -- lifecycle ------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -138,8 +130,6 @@ class DockerMirrorMaker(MirrorMaker):
         benchmarks call it first so image builds stay off the clock."""
         if self._container is not None:
             return
-        from ..cluster import distribution
-
         if self.dist is None:
             self.dist = distribution.resolve(self.kafka_version, ("broker", "mirror"))
         self.image = ensure_mirror_image(self.dist, self.client)
@@ -153,7 +143,7 @@ class DockerMirrorMaker(MirrorMaker):
         (where ``MirrorMaker`` offers it) needs the internal REST server: it listens on a
         fixed port of the container's own loopback, so no host port is claimed."""
         extra: dict[str, Any] = {}
-        if getattr(self, "exactly_once", False):
+        if self.exactly_once:
             self.rest_port = CONTAINER_REST_PORT
             extra = {"exactly_once": True, "rest_port": CONTAINER_REST_PORT}
         return mm2_properties(self.source.internal_bootstrap_servers,
@@ -169,19 +159,14 @@ class DockerMirrorMaker(MirrorMaker):
     def _write_support_files(self) -> None:
         from importlib import resources
 
-        from ..cluster.distribution import resource_path
-
         script = resources.files("pytest_kreplica").joinpath("resources", "docker", SCRIPT)
         (self.workdir / SCRIPT).write_bytes(script.read_bytes())
-        log_config = resource_path(self._log_config_name())
+        log_config = distribution.resource_path(self._log_config_name())
         (self.workdir / log_config.name).write_bytes(log_config.read_bytes())
 
     def _jvm_options(self) -> list[str]:
         """The process MirrorMaker's flags, with the log config at its path in the
         container, plus the reaper's owner marker."""
-        from ..cluster import reaper
-        from ..cluster.docker import MOUNT
-
         host_logging = self.dist.logging_flags()
         flags = [f for f in self.dist.jvm_flags(self.heap_mb, archive=False)
                  if f not in host_logging]
@@ -190,9 +175,6 @@ class DockerMirrorMaker(MirrorMaker):
 
     def _create_container(self) -> Any:
         import docker
-
-        from ..cluster import reaper
-        from ..cluster.docker import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, MOUNT
 
         labels = {LABEL_OWNER: reaper.owner_token(), LABEL_CLUSTER: self.target.name,
                   LABEL_NODE: NODE_NAME}
@@ -277,9 +259,10 @@ class DockerMirrorMaker(MirrorMaker):
             raise self._fail(f"cannot pause MirrorMaker 2: it is {self.state.value}, "
                              f"expected: running")
         self._container.pause()
-        _wait(lambda: self.state is NodeState.PAUSED, 10.0,
-              f"container {self.container_name} paused", lambda: f"state {self.state.value}",
-              self._hint())
+        wait_until(lambda: self.state is NodeState.PAUSED, 10.0,
+                   f"container {self.container_name} paused",
+                   lambda: f"state {self.state.value}",
+                   self.hint())
         self._state = NodeState.PAUSED
 
     def resume(self) -> None:
@@ -307,19 +290,16 @@ class DockerMirrorMaker(MirrorMaker):
             self._client = None
 
     # -- observable state -------------------------------------------------------------------------
-    def _check_running(self) -> None:
+    def check_running(self) -> None:
         if self._state is NodeState.RUNNING and self.state is NodeState.STOPPED:
             code = (self._reload() or {}).get("ExitCode")
             raise self._fail(f"MirrorMaker 2 container {self.container_name} exited with "
                              f"status {code} (expected: running); last line: "
-                             f"{_last_line(self.log_file)}")
+                             f"{last_error_line(self.log_file)}")
 
 
 def containers_of_this_session(client: docker.DockerClient) -> list[str]:
     """Names of MirrorMaker 2 containers owned by this process (tests: nothing left)."""
-    from ..cluster import reaper
-    from ..cluster.docker import LABEL_NODE, LABEL_OWNER
-
     found = client.containers.list(all=True, filters={
         "label": [f"{LABEL_OWNER}={reaper.owner_token()}", f"{LABEL_NODE}={NODE_NAME}"]})
     return [c.name for c in found]

@@ -1,0 +1,52 @@
+"""What one failure type is: how it strikes and restores a node (or a component), the events
+it writes, how the report draws it, where it runs and what it means for leadership.
+
+Every reader of the failure vocabulary (the matrix, the nemesis, the loss evidence, the
+report) asks a :class:`Failure` from ``registry.FAILURES`` instead of keeping its own table,
+so a new failure type is one module defining ``FAILURE`` plus one line in the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+
+# Until when a struck leader could still acknowledge records on its own (loss evidence):
+GONE_AT_STRIKE = "strike"  # the process is dead at once (SIGKILL)
+GONE_AT_ELECTION = "election"  # it hands over leadership, until a new leader is seen
+GONE_AT_RECOVERY = "recovery"  # it keeps running: until every replica is in sync again
+LEADER_GONE = (GONE_AT_STRIKE, GONE_AT_ELECTION, GONE_AT_RECOVERY)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One value of the matrix's ``failure`` dimension."""
+
+    name: str  # the matrix value and the fault record's ``failure``
+    doc: str  # one line for people: what is done to the victim
+    event: str  # event kind written at the strike (the report's fault bar)
+    restore_event: str  # event kind written at the restore
+    colour: str  # the report's bar and shading colour
+    label: str  # the report's legend entry
+    # cluster backends that can apply it; None: every backend (its strike and restore are
+    # abstract methods of ``Cluster``, so a third-party backend has them too)
+    backends: tuple[str, ...] | None
+    moves_leadership: bool  # False: the victim may keep leading (a short pause)
+    leader_gone: str  # one of LEADER_GONE
+    random: bool  # whether failure ``random`` may draw it
+    # strike and restore may return what they measured (text for the strike's event and
+    # the recovery's): a fault verified to act says how it acted
+    strike: Callable[[Cluster, int], str | None]
+    restore: Callable[[Cluster, int, float], str | None]  # (cluster, node, timeout)
+    # a component (e.g. MirrorMaker 2) has terminate / kill / pause / resume / start;
+    # None: the failure cannot hit a component
+    strike_component: Callable[[Any], None] | None = None
+    restore_component: Callable[[Any], None] | None = None
+    watch_isr: bool = False  # the victim runs on: record ISR and leader changes (isrwatch)
+
+    def runs_on(self, backend: str) -> bool:
+        return self.backends is None or backend in self.backends

@@ -1,0 +1,130 @@
+"""The seeded fault schedule (:class:`FaultPlan` of :class:`FaultSpec`) and what each fault
+did (:class:`FaultRecord`, verdict.json ``faults``)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from .registry import COMPONENT_TARGETS, FAILURES, RANDOM, RANDOM_FAILURES, TARGETS
+
+NO_OTHER_REPLICA = "no other replica can lead (replication factor 1)"
+FAULT_RECORD_PHASES = ("fault_s", "recovery_s", "election_s")  # the timings a record carries
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One planned fault: everything the seed decides before the cluster is looked at."""
+
+    index: int  # 1-based position in the sequence
+    failure: str  # a name of ``FAILURES``
+    target: str  # leader | follower | controller | a component target
+    delay_s: float  # quiet time before the strike (after the previous fault recovered)
+    downtime_s: float  # from the strike to the restore
+    pick: float  # in [0, 1): which topic-partition, and which follower, to use
+
+    def describe(self) -> str:
+        return (f"#{self.index} {self.failure} {self.target} after {self.delay_s:.1f} s, "
+                f"down {self.downtime_s:.1f} s")
+
+
+@dataclass
+class FaultRecord:
+    """What one fault did, for verdict.json, the report and the test's assertions. For a
+    component, ``node`` is its name and ``topic`` / ``partition`` are None."""
+
+    index: int
+    failure: str
+    target: str
+    topic: str | None
+    partition: int | None
+    node: int | str | None = None
+    leader_before: int | None = None
+    isr_before: list[int] = field(default_factory=list)
+    led_before: list[str] | None = None  # "topic-partition"s of the case the victim led
+    strike_ns: int | None = None
+    restore_ns: int | None = None
+    recovered_ns: int | None = None
+    new_leader: int | None = None
+    election_s: float | None = None
+    elected_from_isr: bool | None = None
+    election_note: str | None = None
+    controller_before: int | None = None
+    new_controller: int | None = None
+    controller_failover_s: float | None = None  # when the victim was the active controller
+    state_after_strike: str | None = None  # the victim's state right after the strike
+    progress_at_restore: int | None = None  # a component's work done when it was restored
+    error: str | None = None
+
+    @property
+    def fault_s(self) -> float | None:
+        """Strike to restore (the node's real downtime)."""
+        if self.strike_ns is None or self.restore_ns is None:
+            return None
+        return (self.restore_ns - self.strike_ns) / 1e9
+
+    @property
+    def recovery_s(self) -> float | None:
+        """Restore to every replica back in sync."""
+        if self.restore_ns is None or self.recovered_ns is None:
+            return None
+        return (self.recovered_ns - self.restore_ns) / 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["fault_s"] = self.fault_s
+        d["recovery_s"] = self.recovery_s
+        return d
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """A seeded fault schedule. ``failures`` faults in sequence, or, with ``duration_s``,
+    faults until that much time has passed (soak runs)."""
+
+    seed: int
+    failure: str
+    target: str
+    failures: int = 1
+    downtime_s: float = 5.0
+    delay_s: tuple[float, float] = (1.0, 3.0)
+    duration_s: float | None = None
+    failure_choices: tuple[str, ...] = RANDOM_FAILURES
+    target_choices: tuple[str, ...] = TARGETS
+
+    def __post_init__(self) -> None:
+        for key, value, allowed in (("failure", self.failure, tuple(FAILURES)),
+                                    ("target", self.target, TARGETS + COMPONENT_TARGETS)):
+            if value not in (*allowed, RANDOM):
+                raise InputError(f"nemesis: {key} {value!r} is not allowed; allowed: "
+                                 f"{', '.join((*allowed, RANDOM))}")
+        if self.failures < 0 or self.downtime_s < 0:
+            raise InputError("nemesis: failures and downtime must not be negative")
+
+    def faults(self) -> Iterator[FaultSpec]:
+        """The schedule; the same seed always yields the same specs."""
+        rng = random.Random(self.seed)
+        index = 0
+        while self.duration_s is not None or index < self.failures:
+            index += 1
+            failure = rng.choice(self.failure_choices) if self.failure == RANDOM else self.failure
+            target = rng.choice(self.target_choices) if self.target == RANDOM else self.target
+            yield FaultSpec(index=index, failure=failure, target=target,
+                            delay_s=round(rng.uniform(*self.delay_s), 3),
+                            downtime_s=self.downtime_s, pick=rng.random())
+
+    def preview(self, limit: int = 20) -> list[FaultSpec]:
+        out = []
+        for spec in self.faults():
+            if len(out) >= limit:
+                break
+            out.append(spec)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["schedule"] = [asdict(s) for s in self.preview()]
+        return d

@@ -1,0 +1,37 @@
+"""FAILURES: the one table of failure types (name -> :class:`Failure`), and the nemesis'
+target vocabulary. The matrix, the nemesis, the loss evidence and the report read these;
+none keeps a copy. To add a failure type: a module beside ``hard.py`` defining
+``FAILURE``, and its line below."""
+
+from __future__ import annotations
+
+from . import clean, hard, links, partition, soft
+from .failure import Failure
+
+FAILURES: dict[str, Failure] = {f.name: f for f in (
+    clean.FAILURE,
+    hard.FAILURE,
+    soft.FAILURE,
+    partition.FAILURE,
+    links.SLOW_LINK,
+    links.LOSSY_LINK,
+    links.FLAKY_LINK,
+    links.ONE_WAY_PARTITION,
+)}
+
+NONE = "none"  # the matrix value for a case without a nemesis
+RANDOM = "random"  # failure or target drawn per fault from the seed (C.8 soak runs)
+FAILURE_VALUES = (NONE, *FAILURES, RANDOM)  # the matrix's ``failure`` vocabulary
+RANDOM_FAILURES = tuple(n for n, f in FAILURES.items() if f.random)  # what random draws
+
+TARGETS = ("leader", "follower", "controller")  # roles of a node, resolved at the strike
+COMPONENT_TARGETS = ("mirror-maker",)  # components beside the cluster, never drawn at random
+TARGET_VALUES = (*TARGETS, *COMPONENT_TARGETS, RANDOM)  # the matrix's ``target`` vocabulary
+
+STRIKE_EVENTS: dict[str, Failure] = {f.event: f for f in FAILURES.values()}
+RESTORE_EVENTS = frozenset(f.restore_event for f in FAILURES.values())
+
+
+def failures_on(backend: str) -> tuple[str, ...]:
+    """The matrix ``failure`` values a case on ``backend`` may take."""
+    return (NONE, *(n for n, f in FAILURES.items() if f.runs_on(backend)), RANDOM)

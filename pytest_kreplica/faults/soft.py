@@ -1,0 +1,34 @@
+"""soft: SIGSTOP, then SIGCONT. The process keeps its sockets; a pause shorter than the
+broker session keeps its leadership, so an election is observed, never required."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .failure import GONE_AT_RECOVERY, Failure
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+
+
+def strike(cluster: Cluster, node: int) -> None:
+    cluster.pause(node)
+
+
+def restore(cluster: Cluster, node: int, timeout: float) -> None:
+    cluster.resume(node)
+
+
+def strike_component(process: Any) -> None:
+    process.pause()
+
+
+def restore_component(process: Any) -> None:
+    process.resume()
+
+
+FAILURE = Failure(
+    name="soft", doc="SIGSTOP, then SIGCONT", event="pause", restore_event="resume",
+    colour="#9467bd", label="pause (SIGSTOP)", backends=None, moves_leadership=False,
+    leader_gone=GONE_AT_RECOVERY, random=True, strike=strike, restore=restore,
+    strike_component=strike_component, restore_component=restore_component)
