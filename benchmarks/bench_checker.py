@@ -38,7 +38,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pytest_kreplica.validation.checker.verdict import ANOMALIES  # noqa: E402  (light: no Spark import)
+from pytest_kreplica.validation.checker.anomalies import ANOMALIES  # noqa: E402  (light: no Spark import)
 
 PARTITIONS, PRODUCERS, CONSUMERS, BATCH = 16, 4, 4, 500
 

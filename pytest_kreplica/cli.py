@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 
+from .errors import KreplicaError
 from .history import SEMANTICS
 
 ENV_TRACEBACK = "KREPLICA_TRACEBACK"
@@ -25,7 +26,7 @@ DESCRIPTION = ("Kafka replication system tests: check a run's history, compare r
                "start clusters by hand, prepare the cache, rebuild reports.")
 
 
-def _add(sub, name: str, summary: str):
+def _add(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
     """A sub-command whose one-line ``summary`` shows in ``kreplica --help`` and its own."""
     return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".")
 
@@ -77,8 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module_name, func_name = COMMANDS[args.command].split(":")
-    from .errors import KreplicaError
-
     try:
         func = getattr(importlib.import_module(module_name), func_name)
         return int(func(args) or 0)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import HistoryError
+from .rundir import EVENTS, POLLS, RUN_JSON, SENDS
 
 __all__ = [
     "EVENTS",
@@ -41,8 +42,6 @@ __all__ = [
     "write_run_json",
 ]
 
-SENDS, POLLS, EVENTS = "sends", "polls", "events"
-RUN_JSON = "run.json"
 STATUSES = ("ok", "fail", "info")
 SEMANTICS = ("at-least-once", "exactly-once", "at-most-once")
 

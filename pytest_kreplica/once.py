@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psutil
 from filelock import FileLock, Timeout
 
 from .errors import EnvironmentProblem
@@ -82,6 +81,8 @@ def _alive(owner: dict) -> bool:
     if owner.get("host") != socket.gethostname():
         return True  # another host's pid cannot be checked; assume it lives
     try:
+        import psutil  # lazy: the plugin imports this module at every pytest start
+
         proc = psutil.Process(int(owner["pid"]))
         return abs(proc.create_time() - float(owner.get("started", 0))) < 2.0
     except (psutil.Error, KeyError, ValueError, TypeError):
@@ -156,6 +157,8 @@ def _acquire(lock: FileLock, path: Path, what: str, timeout: float, blocking: bo
 
 
 def _write_owner(path: Path, what: str, released: bool = False) -> None:
+    import psutil  # lazy: see above
+
     me = psutil.Process()
     doc = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
            "since": time.time(), "started": me.create_time(), "released": released}

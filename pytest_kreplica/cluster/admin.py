@@ -15,7 +15,6 @@ A subclass sets ``_lock`` (an RLock), ``_admin_client = None``, ``_admin_key = N
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,10 +30,12 @@ POLL_S = 0.1
 ADMIN_REQUEST_TIMEOUT_MS = 5000
 
 
-def _wait_until(check: Callable[[], Any], timeout: float, what: str,
+def poll_until(check: Callable[[], Any], timeout: float, what: str,
                 describe_failure: Callable[[str], Exception]) -> Any:
-    """Poll ``check`` until it returns without raising ``NotYet``; raise the exception built
-    by ``describe_failure(last_seen)`` at the deadline."""
+    """Poll ``check`` until it returns without raising ``NotYet`` and return its value; raise
+    the exception built by ``describe_failure(last_seen)`` at the deadline. Unlike
+    ``waits.wait_for`` it hands back what ``check`` fetched, lets any other error end the wait,
+    and lets the caller choose the error (a node's ``NodeError``, a ``ClusterError``)."""
     last: list[str] = ["nothing observed yet"]
 
     def attempt() -> Any:
@@ -86,19 +87,6 @@ class AdminCluster(OffsetsMixin, Cluster):
         chosen = [n for n in self._nodes if node_ids is None or n.node_id in node_ids]
         return "logs: " + ", ".join(f"node {n.node_id} {n.log_file}" for n in chosen)
 
-    def _last_error_line(self, node: Node) -> str:
-        try:
-            with open(node.log_file, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 64 * 1024))
-                lines = fh.read().decode(errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        for line in reversed(lines):
-            if " ERROR " in line or "Exception" in line or line.startswith("Error"):
-                return line.strip()[:300]
-        return (lines[-1].strip()[:300] if lines else "(empty log)")
-
     def _wait_ready(self, timeout: float) -> None:
         expected = len(self._nodes)
 
@@ -109,7 +97,7 @@ class AdminCluster(OffsetsMixin, Cluster):
                 raise NotYet(seen)
 
         try:
-            _wait_until(ready, timeout, f"{expected} unfenced brokers and a quorum leader",
+            poll_until(ready, timeout, f"{expected} unfenced brokers and a quorum leader",
                         lambda msg: ClusterError(f"cluster in {self.workdir} not ready: {msg}; "
                                                  f"{self._logs_hint()}"))
         except NodeError as exc:
@@ -234,7 +222,7 @@ class AdminCluster(OffsetsMixin, Cluster):
         return self._describe_quorum(admin).get("leader_id")
 
     def _retrying(self, what: str, fetch: Callable[[], Any], timeout: float) -> Any:
-        return _wait_until(fetch, timeout, what, lambda msg: ClusterError(
+        return poll_until(fetch, timeout, what, lambda msg: ClusterError(
             f"{msg}; {self._logs_hint()}"))
 
     def active_controller(self, timeout: float = 30.0) -> int:
@@ -345,7 +333,7 @@ class AdminCluster(OffsetsMixin, Cluster):
                     if not state.isr_full:
                         raise NotYet(f"{name}-{state.partition} isr {list(state.isr)} "
                                      f"of replicas {list(state.replicas)}")
-        _wait_until(healthy, timeout, "every node registered and every ISR full",
+        poll_until(healthy, timeout, "every node registered and every ISR full",
                     lambda msg: ClusterError(f"cluster in {self.workdir} not healthy: {msg}; "
                                              f"{self._logs_hint()}"))
 
@@ -358,6 +346,6 @@ class AdminCluster(OffsetsMixin, Cluster):
             seen = self._registration([node_id])
             if seen != "ok":
                 raise NotYet(seen)
-        _wait_until(registered, timeout, f"node {node_id} registered unfenced",
+        poll_until(registered, timeout, f"node {node_id} registered unfenced",
                     lambda msg: NodeError(f"node {node_id} did not rejoin: {msg}; "
                                           f"log: {node.log_file}", node_id, str(node.log_file)))

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+
 
 class NodeState(enum.Enum):
     RUNNING = "running"
@@ -223,8 +225,6 @@ class Cluster(abc.ABC):
         self.wait_healthy(timeout=timeout)
 
     def _no_partitions(self) -> Exception:
-        from ..errors import InputError
-
         return InputError(f"failure type 'partition' needs the docker backend "
                           f"(--kreplica-backend docker); this cluster's backend is "
                           f"{self.spec.backend!r}")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .base import ClusterSpec, NodeState
+from .distribution import resolve
 
 NODE_WATCH_S = 1.0
 
@@ -50,7 +51,6 @@ def _print_cluster(cluster, elapsed: float) -> None:
 
 
 def _up(args) -> int:
-    from .distribution import resolve
     from .process import ProcessCluster
 
     spec = _spec(args)

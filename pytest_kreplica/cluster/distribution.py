@@ -18,19 +18,17 @@ Cache layout (``$KREPLICA_CACHE`` or ``~/.cache/kreplica``)::
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from .. import once
+from ..cache import cache_dir
 from ..errors import EnvironmentProblem, InputError
+from . import maven
 
 GROUP = "org.apache.kafka"
 # every artifact the suite needs; the default version is the newest that has all of them
@@ -40,17 +38,9 @@ COMPONENTS = {
     "tools": ("kafka-tools",),
     "mirror": ("connect-mirror",),
 }
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 SLF4J_RELOAD4J = "org.slf4j:slf4j-reload4j:1.7.36"  # 3.x: log4j 1 API via reload4j
 DEFAULT_PICK_MAX_AGE_S = 24 * 3600
-MAVEN_TIMEOUT_S = 600.0
 MARKER = ".complete"
-
-
-def cache_dir() -> Path:
-    """The cache root: ``$KREPLICA_CACHE`` or ``~/.cache/kreplica``."""
-    env = os.environ.get("KREPLICA_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kreplica"
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -89,88 +79,6 @@ def pick_default_version(available: dict[str, list[str]]) -> str:
     return max(common, key=version_key)
 
 
-# -- Java and Maven ------------------------------------------------------------------------
-
-@lru_cache(maxsize=1)
-def find_java() -> str:
-    """The ``java`` executable (``$JAVA_HOME/bin/java`` first), checked to be 17 or newer."""
-    home = os.environ.get("JAVA_HOME")
-    candidate = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not candidate or not os.access(candidate, os.X_OK):
-        raise EnvironmentProblem(
-            "Java 17 or newer not found: install a JDK (e.g. apt-get install "
-            "openjdk-17-jdk-headless) or set JAVA_HOME")
-    release = Path(candidate).resolve().parent.parent / "release"  # saves a JVM start
-    try:
-        out = release.read_text().replace("JAVA_VERSION=", "version ")
-    except OSError:
-        out = ""
-    try:
-        if not re.search(r'version "\d', out):
-            out = subprocess.run([candidate, "-version"], capture_output=True, text=True,
-                                 timeout=60).stderr
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EnvironmentProblem(f"cannot run {candidate} -version ({exc}): fix or set JAVA_HOME") \
-            from exc
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    feature = int(match.group(1)) if match else 0
-    if feature == 1 and match and match.group(2):  # "1.8.0" style
-        feature = int(match.group(2))
-    if feature < 17:
-        raise EnvironmentProblem(
-            f"{candidate} is Java {feature or 'of unknown version'}; Kafka needs Java 17 or newer: "
-            "install one and set JAVA_HOME")
-    return candidate
-
-
-def find_maven() -> str:
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise EnvironmentProblem(
-            "Maven (mvn) not found and the Kafka jars are not cached yet: install Maven "
-            "(e.g. apt-get install maven) or point KREPLICA_CACHE at a warm cache")
-    return mvn
-
-
-def _run_maven(args: list[str], cwd: Path, offline: bool) -> None:
-    cmd = [find_maven(), "-B", "-q", "-Dstyle.color=never",
-           f"-Dmaven.repo.local={cache_dir() / 'm2'}"]
-    if offline:
-        cmd.append("-o")
-    env = dict(os.environ)
-    java = find_java()
-    env.setdefault("JAVA_HOME", str(Path(java).resolve().parent.parent))
-    try:
-        proc = subprocess.run(cmd + args, cwd=cwd, capture_output=True, text=True,
-                              timeout=MAVEN_TIMEOUT_S, env=env)
-    except subprocess.TimeoutExpired as exc:
-        raise EnvironmentProblem(
-            f"Maven did not finish within {MAVEN_TIMEOUT_S:.0f} s in {cwd}: check the network "
-            "or the mirror in ~/.m2/settings.xml") from exc
-    if proc.returncode != 0:
-        raise MavenFailed(proc.stdout + proc.stderr)
-
-
-class MavenFailed(Exception):
-    """Maven exited non-zero; ``output`` is what it printed."""
-
-    def __init__(self, output: str):
-        super().__init__(output)
-        self.output = output
-
-    def summary(self) -> str:
-        for line in re.sub(r"\x1b\[[0-9;]*m", "", self.output).splitlines():
-            if "[ERROR]" in line and line.strip() != "[ERROR]":
-                return line.replace("[ERROR]", "").strip()[:300]
-        return (self.output.strip().splitlines() or ["(no output)"])[-1][:300]
-
-    def unreachable(self) -> bool:
-        text = self.output
-        return any(s in text for s in ("Could not transfer", "UnknownHost", "Connection refused",
-                                       "Network is unreachable", "timed out", "offline mode",
-                                       "Connect to ", "PKIX"))
-
-
 # -- version pick ----------------------------------------------------------------------------
 
 def _artifact_versions(artifact: str, offline: bool) -> list[str]:
@@ -178,7 +86,7 @@ def _artifact_versions(artifact: str, offline: bool) -> list[str]:
     Maven itself (the ordinary client, with whatever mirror or proxy its settings name)."""
     work = cache_dir() / "work"
     work.mkdir(parents=True, exist_ok=True)
-    _run_maven([f"{DEPENDENCY_PLUGIN}:get", f"-Dartifact={GROUP}:{artifact}:LATEST:pom",
+    maven.run_maven([f"{maven.DEPENDENCY_PLUGIN}:get", f"-Dartifact={GROUP}:{artifact}:LATEST:pom",
                 "-Dtransitive=false"], cwd=work, offline=offline)
     return _cached_artifact_versions(artifact)
 
@@ -229,13 +137,13 @@ def default_version(refresh: bool = False) -> str:
             version = pick_default_version(available_versions(refresh=True))
             once.say(f"kreplica: asking Maven Central for the newest Kafka version… "
                      f"{time.monotonic() - started:.0f} s ({version})")
-        except MavenFailed as exc:
+        except maven.MavenFailed as exc:
             if cached:
                 return cached["version"]
             complete = _complete_versions()
             if complete:
                 return complete[-1]
-            raise _maven_problem(exc, "the list of Kafka versions") from None
+            raise maven.problem(exc, "the list of Kafka versions") from None
         tmp = pick_file.with_suffix(".tmp")
         tmp.write_text(json.dumps({"version": version, "time": time.time()}))
         tmp.replace(pick_file)
@@ -256,14 +164,6 @@ def _complete_versions() -> list[str]:
     kafka = cache_dir() / "kafka"
     found = [p.parent.name for p in kafka.glob(f"*/broker/{MARKER}")] if kafka.exists() else []
     return sorted((v for v in found if is_release(v)), key=version_key)
-
-
-def _maven_problem(exc: MavenFailed, what: str) -> EnvironmentProblem:
-    if exc.unreachable():
-        return EnvironmentProblem(
-            f"cannot download {what} from Maven Central: check the network "
-            f"or set a reachable mirror in ~/.m2/settings.xml; Maven said: {exc.summary()}")
-    return EnvironmentProblem(f"Maven failed to resolve {what}: {exc.summary()}")
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -332,51 +232,6 @@ def _resolve_lock():
     return once.held(cache_dir() / "resolve.lock", "resolving Kafka jars with Maven")
 
 
-def _pom(version: str, coordinates: list[str]) -> str:
-    deps = []
-    for coord in coordinates:
-        group, artifact, ver = coord.split(":")
-        deps.append(f"    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
-                    f"<version>{ver}</version></dependency>")
-    return ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n"
-            "  <modelVersion>4.0.0</modelVersion>\n"
-            "  <groupId>kreplica.cache</groupId>\n"
-            f"  <artifactId>kafka-{version.replace('.', '-')}</artifactId>\n"
-            "  <version>1</version>\n  <packaging>pom</packaging>\n"
-            "  <dependencies>\n" + "\n".join(deps) + "\n  </dependencies>\n</project>\n")
-
-
-def _copy_dependencies(folder: Path, version: str, coordinates: list[str]) -> list[Path]:
-    """Run Maven's copy-dependencies into ``folder/libs`` (offline first, then online)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pom.xml").write_text(_pom(version, coordinates))
-    libs = folder / "libs"
-    if libs.exists():
-        shutil.rmtree(libs)
-    args = [f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DoutputDirectory=libs",
-            "-DincludeScope=runtime"]
-    if not _all_in_local_repository(coordinates):  # offline would fail: spare a JVM
-        _run_maven(args, cwd=folder, offline=False)
-        return sorted(libs.glob("*.jar"))
-    try:
-        _run_maven(args, cwd=folder, offline=True)
-    except MavenFailed:
-        _run_maven(args, cwd=folder, offline=False)
-    return sorted(libs.glob("*.jar"))
-
-
-def _all_in_local_repository(coordinates: list[str]) -> bool:
-    """Every coordinate's folder is in Maven's local repository (its dependencies may still
-    be missing: then the offline attempt fails and the online one runs)."""
-    m2 = cache_dir() / "m2"
-    for coord in coordinates:
-        group, artifact, version = coord.split(":")
-        if not (m2 / Path(*group.split(".")) / artifact / version).is_dir():
-            return False
-    return True
-
-
 def _log4j_version(jars: list[Path]) -> str | None:
     for jar in jars:
         match = re.fullmatch(r"log4j-api-(\d+\.\d+\.\d+)\.jar", jar.name)
@@ -403,11 +258,11 @@ def _resolve_component(version: str, component: str) -> None:
         return
     marker.unlink(missing_ok=True)
     coords = _component_coordinates(version, component, None)
-    jars = _copy_dependencies(folder, version, coords)
+    jars = maven.copy_dependencies(folder, version, coords)
     if major(version) >= 4:  # the binding's version is whatever log4j kafka brings
         with_binding = _component_coordinates(version, component, jars)
         if with_binding != coords:
-            jars = _copy_dependencies(folder, version, with_binding)
+            jars = maven.copy_dependencies(folder, version, with_binding)
     if not jars:
         raise EnvironmentProblem(f"Maven copied no jars for Kafka {version} {component} "
                                  f"into {folder / 'libs'}")
@@ -427,9 +282,9 @@ def _check_version(version: str) -> None:
     if not known:
         try:
             known = available_versions(refresh=True)["kafka_2.13"]
-        except MavenFailed as exc:
+        except maven.MavenFailed as exc:
             if exc.unreachable():
-                raise _maven_problem(exc, f"Kafka {version}") from None
+                raise maven.problem(exc, f"Kafka {version}") from None
             return  # let copy-dependencies decide
     if version not in known:
         newest = [v for v in known if major(v) >= 3][-8:]
@@ -445,7 +300,7 @@ def resolve(version: str | None = None, components: tuple[str, ...] | list[str] 
         if component not in COMPONENTS:
             raise InputError(f"unknown Kafka component {component!r}; allowed: "
                              f"{', '.join(COMPONENTS)}")
-    java = find_java()
+    java = maven.find_java()
     if version is None:
         version = default_version()
     home = cache_dir() / "kafka" / version
@@ -462,11 +317,11 @@ def resolve(version: str | None = None, components: tuple[str, ...] | list[str] 
             for component in still:
                 try:
                     _resolve_component(version, component)
-                except MavenFailed as exc:
+                except maven.MavenFailed as exc:
                     if "Could not find artifact" in exc.output and not exc.unreachable():
                         raise InputError(f"Kafka {version} has no {component} artifacts on Maven "
                                          f"Central: {exc.summary()}") from None
-                    raise _maven_problem(exc, f"Kafka {version} ({component})") from None
+                    raise maven.problem(exc, f"Kafka {version} ({component})") from None
 
         which = "" if missing == ["broker"] else f" ({', '.join(missing)})"
         once.prepare(f"resolving Kafka {version}{which} from Maven Central",

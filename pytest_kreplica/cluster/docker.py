@@ -27,20 +27,20 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError, InputError, NodeError
-from . import config, ports, reaper
+from ..waits import tail
+from . import config, distribution, ports, reaper
 from .admin import AdminCluster
 from .base import ClusterSpec, Node, NodeState
+from .docker_image import engine, ensure_image
+from .docker_owner import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, sweep
 
 if TYPE_CHECKING:
     import docker
-
-LABEL_OWNER = "org.kreplica.owner"  # reaper.owner_token(): "<pid>:<start time>"
-LABEL_CLUSTER = "org.kreplica.cluster"
-LABEL_NODE = "org.kreplica.node"
 
 INTERNAL_PORT = 9092
 CONTROLLER_PORT = 9093
@@ -49,35 +49,6 @@ MOUNT = "/kreplica"  # node dir inside the container: node.sh, configs, data/, s
 CHAIN = "KREPLICA"  # iptables chain holding a node's partition rules
 
 _STATES = {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}
-
-
-def sweep(client: docker.DockerClient) -> list[str]:
-    """Remove our containers and networks whose owner is dead; return their names."""
-    import docker
-
-    removed: list[str] = []
-    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
-        if not reaper.owner_alive(container.labels.get(LABEL_OWNER, "")):
-            with contextlib.suppress(docker.errors.NotFound):
-                container.remove(force=True)
-                removed.append(container.name)
-    for network in client.networks.list(filters={"label": LABEL_OWNER}):
-        labels = network.attrs.get("Labels") or {}
-        if not reaper.owner_alive(labels.get(LABEL_OWNER, "")):
-            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
-                network.remove()
-                removed.append(network.name)
-    return removed
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 64 * 1024))
-            return "\n".join(fh.read().decode(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no server log)"
 
 
 class DockerCluster(AdminCluster):
@@ -106,8 +77,6 @@ class DockerCluster(AdminCluster):
     @property
     def client(self) -> docker.DockerClient:
         if self._client is None:
-            from .docker_image import engine
-
             self._client = engine()
         return self._client
 
@@ -181,11 +150,7 @@ class DockerCluster(AdminCluster):
             raise
 
     def _prepare(self) -> None:
-        from .docker_image import ensure_image
-
         self.workdir.mkdir(parents=True, exist_ok=True)
-        from . import distribution
-
         sweep(self.client)
         self.dist = distribution.resolve(self.spec.kafka_version)
         self.kafka_version = self.dist.version
@@ -214,10 +179,6 @@ class DockerCluster(AdminCluster):
 
     def _write_node_files(self, node: Node) -> None:
         """node.sh, server.properties and the log config into the node's (mounted) dir."""
-        from importlib import resources
-
-        from .distribution import resource_path
-
         node_dir = node.log_dir.parent
         script = resources.files("pytest_kreplica").joinpath("resources", "docker", "node.sh")
         (node_dir / "node.sh").write_bytes(script.read_bytes())
@@ -230,7 +191,7 @@ class DockerCluster(AdminCluster):
         props["advertised.listeners"] += f",EXTERNAL://{node.host}:{node.port}"
         props["listener.security.protocol.map"] += ",EXTERNAL:PLAINTEXT"
         (node_dir / "server.properties").write_text(config.render_properties(props))
-        log_config = resource_path(self._log_config_name())
+        log_config = distribution.resource_path(self._log_config_name())
         (node_dir / log_config.name).write_bytes(log_config.read_bytes())
 
     def _log_config_name(self) -> str:
@@ -292,7 +253,7 @@ class DockerCluster(AdminCluster):
                 raise NodeError(
                     f"node {node_id} (container {container.name}) exited with status {code} "
                     f"(expected: running); last lines of {node.log_file}:\n"
-                    f"{_tail(node.log_file)}", node_id, str(node.log_file))
+                    f"{tail(node.log_file)}", node_id, str(node.log_file))
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop all nodes at once (SIGTERM, SIGKILL at the deadline), then remove the

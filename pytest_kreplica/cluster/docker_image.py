@@ -28,7 +28,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import once
+from ..cache import cache_dir
 from ..errors import ClusterError, EnvironmentProblem
+from . import distribution
 
 if TYPE_CHECKING:  # the docker SDK is imported lazily: the plugin must stay light
     import docker
@@ -46,7 +49,6 @@ Progress = Callable[[str], None]
 
 
 def _stderr_progress(line: str) -> None:
-    from .. import once
 
     once.say(f"kreplica image: {line}")  # stderr, or the pytest terminal under the plugin
 
@@ -169,8 +171,6 @@ def build_kafka_image(client: docker.DockerClient, version: str, jars: Iterable[
     if not _has_image(client, jre):
         build_jre_image(client, progress, jre)
     tag = tag or f"{KAFKA_REPOSITORY}:{version}"
-    from .distribution import cache_dir
-
     with tempfile.TemporaryDirectory(prefix="kreplica-kafka-", dir=cache_dir()) as tmp:
         context = Path(tmp)
         libs = context / "libs"
@@ -199,9 +199,6 @@ def ensure_layer_image(client: docker.DockerClient, base: str, tag: str, jars: I
     so the broker image and its small classpath stay as they are). Reused while it was built
     on the current ``base`` (the ``org.kreplica.base-image`` label holds the base's id);
     rebuilt under the image lock otherwise."""
-    from .. import once
-    from .distribution import cache_dir
-
     base_id = client.images.get(base).id
     with once.held(cache_dir() / "docker-images.lock", f"building the Docker image {tag}"):
         if _has_image(client, tag) and \
@@ -234,7 +231,6 @@ def ensure_layer_image(client: docker.DockerClient, base: str, tag: str, jars: I
 
 def kafka_classpath(version: str | None) -> tuple[str, list[Path]]:
     """The concrete Kafka version and its jars, from the process backend's distribution."""
-    from . import distribution
 
     dist = distribution.resolve(version)
     return dist.version, [Path(jar) for jar in dist.classpath.split(os.pathsep) if jar]
@@ -246,9 +242,6 @@ def ensure_image(version: str | None, client: docker.DockerClient | None = None,
     override = os.environ.get("KREPLICA_DOCKER_IMAGE")
     if override and not rebuild:
         return override
-    from .. import once
-    from .distribution import cache_dir
-
     client = client or engine()
     concrete, jars = kafka_classpath(version)
     local = f"{KAFKA_REPOSITORY}:{concrete}"

@@ -24,10 +24,11 @@ from typing import Any
 import psutil
 
 from ..errors import ClusterError, NodeError
+from ..waits import last_error_line
 from . import config as kconfig
 from . import distribution, linkproxy, prepared, reaper
 from . import ports as kports
-from .admin import POLL_S, AdminCluster, NotYet, _wait_until
+from .admin import POLL_S, AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
 from .launcher import Launcher
 
@@ -243,7 +244,7 @@ class ProcessCluster(AdminCluster):
                 self._states[node.node_id] = NodeState.STOPPED
                 raise NodeError(
                     f"node {node.node_id} exited with code {proc.returncode} (expected: running); "
-                    f"last log line: {self._last_error_line(node)}; log: {node.log_file}",
+                    f"last log line: {last_error_line(node.log_file)}; log: {node.log_file}",
                     node.node_id, str(node.log_file))
 
     # -- faults --------------------------------------------------------------------------------
@@ -307,7 +308,7 @@ class ProcessCluster(AdminCluster):
             status = psutil.Process(proc.pid).status()
             if status != psutil.STATUS_STOPPED:
                 raise NotYet(f"process status {status}")
-        _wait_until(stopped, 10.0, f"node {node_id} stopped by SIGSTOP", lambda msg: NodeError(
+        poll_until(stopped, 10.0, f"node {node_id} stopped by SIGSTOP", lambda msg: NodeError(
             f"{msg}; log: {node.log_file}", node_id, str(node.log_file)))
 
     def resume(self, node_id: int) -> None:

@@ -28,10 +28,6 @@ MAPPING_RE = re.compile(r"metadata\.version=(\d+)\s*\(([^)]+)\)")
 FINALIZED_RE = re.compile(r"Feature:\s*metadata\.version\s.*?FinalizedVersionLevel:\s*(\S+)")
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
 class VersionedCluster(ProcessCluster):
     """A process cluster whose nodes may run different Kafka versions (module docstring).
     ``spec.kafka_version`` formats and starts every node unless ``node_versions`` says
@@ -42,7 +38,7 @@ class VersionedCluster(ProcessCluster):
         super().__init__(spec, workdir, **kwargs)
         self.node_versions: dict[int, str] = dict(node_versions or {})
         older = {n: v for n, v in self.node_versions.items() if spec.kafka_version
-                 and _key(v) < _key(spec.kafka_version)}
+                 and distribution.version_key(v) < distribution.version_key(spec.kafka_version)}
         if older or (self.node_versions and spec.kafka_version is None):
             # storage is formatted by spec.kafka_version's tool at its metadata version,
             # which an older broker cannot read

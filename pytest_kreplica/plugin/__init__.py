@@ -17,40 +17,39 @@ import importlib
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
+from ..cluster import Cluster, ClusterSpec, create_cluster, reap_orphans
+from ..cluster.pool import ClusterPool, cluster_spec, spec_key
+from ..errors import MatrixError
+from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
 from ..scenarios import SCENARIOS
-from . import options as _options
-from . import summary as _summary
+from ..scenarios.runner import CaseHooks, RunOptions
+from . import failures, hookspecs
+from .failures import FailurePlugin
+from .firstrun import FirstRunPlugin
+from .options import KreplicaOptions, add_options, resolve
+from .summary import RESULT_PROPERTY, SummaryCollector, encode
 
-if TYPE_CHECKING:
-    from ..matrix import Case, Matrix
-
-_OPTIONS = pytest.StashKey["_options.KreplicaOptions"]()
-_MATRICES = pytest.StashKey["list[Matrix] | Exception"]()
+_OPTIONS = pytest.StashKey[KreplicaOptions]()
+_MATRICES = pytest.StashKey["list[Matrix] | MatrixError"]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
-
     pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from . import failures as failure_plugin
-
-    _options.add_options(parser)
-    failure_plugin.add_options(parser)
+    add_options(parser)
+    failures.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from ..matrix import static_markers
-
-    config.stash[_OPTIONS] = _options.resolve(config)
+    config.stash[_OPTIONS] = resolve(config)
     config.addinivalue_line(
         "markers", "kreplica_scenario(name): parametrize this test (which must use the "
                    "kreplica_case fixture) with every selected matrix case of scenario NAME")
@@ -59,12 +58,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, help_text in static_markers().items():
         config.addinivalue_line("markers", f"{name}: {help_text}")
     if not hasattr(config, "workerinput"):  # xdist workers report; the controller prints
-        config.pluginmanager.register(_SummaryCollector(config), "kreplica-summary")
-    from .failures import FailurePlugin  # nemesis, soak selection, index.html
-
+        config.pluginmanager.register(SummaryCollector(config), "kreplica-summary")
+    # nemesis, soak selection, index.html
     config.pluginmanager.register(FailurePlugin(config), "kreplica-failures")
-    from .firstrun import FirstRunPlugin  # one-time preparation before any case runs
-
+    # one-time preparation before any case runs
     config.pluginmanager.register(FirstRunPlugin(config), "kreplica-first-run")
 
 
@@ -72,9 +69,6 @@ def _matrices(config: pytest.Config) -> list[Matrix]:
     """The selected matrices, loaded once per process; a problem is kept for
     ``pytest_collection_modifyitems`` to report as one line."""
     if _MATRICES not in config.stash:
-        from ..errors import MatrixError
-        from ..matrix import load_all, resolve_matrices
-
         opts = config.stash[_OPTIONS]
         defaults = {"kafka_version": opts.kafka_version, "backend": opts.backend}
         if not opts.matrices and not opts.matrices_dir.is_dir():
@@ -95,7 +89,7 @@ def _matrices(config: pytest.Config) -> list[Matrix]:
                         registered.add(name)
         config.stash[_MATRICES] = matrices
     loaded = config.stash[_MATRICES]
-    return [] if isinstance(loaded, Exception) else loaded
+    return [] if isinstance(loaded, MatrixError) else loaded
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -105,14 +99,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     scenario = marker.args[0] if marker.args else marker.kwargs.get("name", "replication")
     opts = metafunc.config.stash[_OPTIONS]
     if not opts.matrices and not opts.matrices_dir.is_dir():
-        from ..matrix import resolve_matrices
-
         try:
             resolve_matrices([], opts.matrices_dir)
-        except Exception as exc:  # MatrixError: one line, no traceback, exit != 0
+        except MatrixError as exc:  # one line, no traceback, exit != 0
             pytest.fail(str(exc), pytrace=False)
-    from ..cluster.pool import cluster_spec, spec_key
-
     params = []
     for matrix in _matrices(metafunc.config):
         for case in matrix.cases:
@@ -135,7 +125,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def _stop_on_matrix_error(config: pytest.Config) -> None:
     loaded = config.stash.get(_MATRICES, None)
-    if isinstance(loaded, Exception):
+    if isinstance(loaded, MatrixError):
         raise pytest.UsageError(str(loaded))
 
 
@@ -154,7 +144,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 # ------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
-def kreplica_options(pytestconfig: pytest.Config) -> _options.KreplicaOptions:
+def kreplica_options(pytestconfig: pytest.Config) -> KreplicaOptions:
     """The resolved options (CLI > ini > env > default)."""
     return pytestconfig.stash[_OPTIONS]
 
@@ -168,7 +158,8 @@ def kreplica_case(request: pytest.FixtureRequest) -> Case:
 
 
 @pytest.fixture(scope="session")
-def kreplica_output(kreplica_options, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def kreplica_output(kreplica_options: KreplicaOptions,
+                    tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the run directories go: ``--kreplica-output`` or a directory under basetemp."""
     if kreplica_options.output is not None:
         kreplica_options.output.mkdir(parents=True, exist_ok=True)
@@ -177,22 +168,18 @@ def kreplica_output(kreplica_options, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="session")
-def kreplica_cluster_factory() -> Callable[..., Any]:
+def kreplica_cluster_factory() -> Callable[[ClusterSpec, Path], Cluster]:
     """``(ClusterSpec, workdir) -> Cluster``; override it to plug in another backend."""
-    from ..cluster import create_cluster
-
     return create_cluster
 
 
 @pytest.fixture(scope="session")
-def kreplica_pool(kreplica_cluster_factory, kreplica_options,
-                  tmp_path_factory: pytest.TempPathFactory):
+def kreplica_pool(kreplica_cluster_factory: Callable[[ClusterSpec, Path], Cluster],
+                  kreplica_options: KreplicaOptions,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool]:
     """Clusters shared by this session's (= this xdist worker's) cases; all closed at the
     end. Orphans of an earlier, killed session are reaped first. With ``--kreplica-output``
     the clusters' directories (broker logs included) are kept beside the run directories."""
-    from ..cluster.pool import ClusterPool
-    from ..cluster.reaper import reap_orphans
-
     reap_orphans()
     if kreplica_options.output is not None:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -213,7 +200,7 @@ def kreplica_record(request: pytest.FixtureRequest) -> Callable[[dict[str, Any]]
     and the summary table)."""
 
     def record(row: dict[str, Any]) -> None:
-        request.node.user_properties.append((_summary.RESULT_PROPERTY, _summary.encode(row)))
+        request.node.user_properties.append((RESULT_PROPERTY, encode(row)))
 
     return record
 
@@ -225,7 +212,6 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
     module's ``run``, with every ``pytest_kreplica_case_hooks`` addition) into a fresh run
     directory, and record the result, or an ``error`` row naming the run directory, for the
     summary."""
-    from ..scenarios.runner import CaseHooks, RunOptions
 
     def run(case: Case):
         run_dir = kreplica_output / case.case_id
@@ -256,41 +242,3 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             kreplica_record(row)
 
     return run
-
-
-# ------------------------------------------------------------------------- summary
-class _SummaryCollector:
-    """Gathers one row per case from the test reports (on the xdist controller, from the
-    workers' reports) and prints the table."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        self.rows: dict[str, dict[str, Any]] = {}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if "kreplica" not in report.keywords:
-            return
-        case_id = report.nodeid.rsplit("[", 1)[-1].rstrip("]")
-        row = self.rows.setdefault(report.nodeid, {"case_id": case_id})
-        for name, value in report.user_properties:
-            if name == _summary.RESULT_PROPERTY:
-                row.update(_summary.decode(value))
-        if report.failed:
-            row.setdefault("verdict", "error")  # failed before a result was recorded
-            row["outcome"] = "failed"
-        elif report.skipped:
-            row.setdefault("verdict", "skipped")
-        elif report.when == "call":
-            row.setdefault("verdict", "passed")  # a test that recorded no result
-        row.setdefault("outcome", "passed")
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.rows:
-            return
-        rows = list(self.rows.values())
-        terminalreporter.section("kreplica matrix summary")
-        for line in _summary.render(rows):
-            terminalreporter.write_line(line)
-        self.config.hook.pytest_kreplica_summary(config=self.config, rows=rows,
-                                                 terminalreporter=terminalreporter)

@@ -20,11 +20,19 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .. import once
+from ..cluster import distribution, docker_image, linkproxy, prepared
 from ..cluster.base import LINK_FAILURES
+from ..errors import KreplicaError
+from ..validation import spark
+
+if TYPE_CHECKING:
+    from ..matrix import Case
+
 
 NEEDS_KEY = "kreplica_needs_file"
 LINKS = "links"
@@ -32,17 +40,16 @@ LINKS = "links"
 Need = tuple[str | None, str, tuple[str, ...]]  # Kafka version (None: default), backend, parts
 
 
-def case_needs(case: Any) -> set[Need]:
+def case_needs(case: Case) -> set[Need]:
     """What one case's clusters need prepared."""
     parts = ["broker"]
     if case.scenario == "mirror":
         parts.append("mirror")
-    if case.scenario == "upgrade" or getattr(case, "compat", None) == "upgrade":
+    if case.scenario == "upgrade" or case.compat == "upgrade":
         parts.append("tools")
     if getattr(case, "failure", None) in LINK_FAILURES:
         parts.append(LINKS)  # the fault proxy (Toxiproxy), not a Kafka component
-    versions = {case.kafka_version, getattr(case, "target_kafka_version", None) or
-                case.kafka_version}
+    versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
     return {(v, case.backend, tuple(parts)) for v in versions}
 
 
@@ -61,9 +68,6 @@ def items_needs(items: Iterable[pytest.Item]) -> set[Need]:
 def prepare(needs: Iterable[Need]) -> float:
     """Prepare every need (each step once per machine); returns the seconds it took. A
     failure is one line: the cases that need that version report it themselves."""
-    from .. import once
-    from ..cluster import distribution, linkproxy, prepared
-    from ..errors import KreplicaError
 
     started = time.monotonic()
     spark_job = _start_spark_archive()
@@ -80,8 +84,6 @@ def prepare(needs: Iterable[Need]) -> float:
             try:
                 dist = distribution.resolve(version, tuple(sorted(parts - {LINKS})))
                 if backend == "docker":
-                    from ..cluster import docker_image
-
                     docker_image.ensure_image(dist.version)
                 else:
                     prepared.prepare_broker(dist)
@@ -104,9 +106,6 @@ def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
     steps: ``kreplica check`` of a tiny history in a subprocess, whose session dumps the
     archive as it stops. Made inside a case instead, the dump (about 50 s on the loaded
     machine) delayed the end of a first run and every other first session ran without it."""
-    from .. import once
-    from ..validation import spark
-
     archive = spark.class_data_archive()
     if archive is None or archive.exists():
         return None
@@ -121,9 +120,6 @@ def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
 
 
 def _finish_spark_archive(proc: subprocess.Popen, started: float, work: Path) -> None:
-    from .. import once
-    from ..validation import spark
-
     try:
         code = proc.wait(max(1.0, SPARK_ARCHIVE_TIMEOUT_S - (time.monotonic() - started)))
     except subprocess.TimeoutExpired:
@@ -164,11 +160,9 @@ class FirstRunPlugin:
         self.worker = hasattr(config, "workerinput")
         self.dir: Path | None = None
         self.done = False
-        self.previous_say = None
+        self.previous_say: once.Say | None = None
 
     def _terminal_say(self) -> None:
-        from .. import once
-
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
             return
@@ -218,8 +212,6 @@ class FirstRunPlugin:
         self._run({(v, b, tuple(p)) for v, b, p in rows})
 
     def pytest_unconfigure(self) -> None:
-        from .. import once
-
         if self.previous_say is not None:
             once.set_say(self.previous_say)
         if self.dir is not None:

@@ -3,16 +3,20 @@ summary, from a conftest or a plugin module."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 import pytest
+
+if TYPE_CHECKING:
+    from ..matrix import Case
+    from ..scenarios.runner import CaseHooks
 
 hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec
-def pytest_kreplica_case_hooks(config: pytest.Config, case: Any, hooks: Any) -> None:
+def pytest_kreplica_case_hooks(config: pytest.Config, case: Case, hooks: CaseHooks) -> None:
     """Add to ``hooks`` (a ``pytest_kreplica.scenarios.runner.CaseHooks``) before ``case``
     runs, e.g.
     ``hooks.during_produce.append(nemesis)``: each callable gets a ``CaseContext`` (cluster,
@@ -21,6 +25,6 @@ def pytest_kreplica_case_hooks(config: pytest.Config, case: Any, hooks: Any) -> 
 
 @hookspec
 def pytest_kreplica_summary(config: pytest.Config, rows: list[dict[str, Any]],
-                            terminalreporter: Any) -> None:
+                            terminalreporter: pytest.TerminalReporter) -> None:
     """Called on the controller after the summary table, with every case's result row
     (e.g. to write an index.html of the run directories)."""

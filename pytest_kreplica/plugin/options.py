@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ..cluster import backend_names
+from ..matrix import DIMENSIONS, InvalidValue
 
 HELP_MATRIX = ("matrix to run: a name in the matrices directory or a path to a YAML file "
                "(repeatable; default: every matrix of kreplica_matrices_dir)")
@@ -26,7 +27,6 @@ HELP_SPARK_MASTER = ("Spark master URL for the validation (default: local; "
                      "env KREPLICA_SPARK_MASTER)")
 HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "
                          "(env KREPLICA_NO_REPLICA_CHECK=1)")
-
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -53,6 +53,8 @@ def add_options(parser: pytest.Parser) -> None:
 
 @dataclass(frozen=True)
 class KreplicaOptions:
+    """Every option, resolved once (the ``kreplica_options`` fixture)."""
+
     matrices: tuple[str, ...]
     matrices_dir: Path
     output: Path | None
@@ -76,8 +78,6 @@ def _dimension_value(dimension: str, option: str, value: object | None) -> objec
     """Options that set a matrix dimension's default accept exactly its values."""
     if value is None:
         return None
-    from ..matrix import DIMENSIONS, InvalidValue
-
     try:
         return DIMENSIONS[dimension].parse(value)
     except InvalidValue as exc:

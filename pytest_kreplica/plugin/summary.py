@@ -4,7 +4,7 @@ A case's result travels as one JSON object (``CaseResult.summary()``) in the tes
 ``user_properties`` under ``RESULT_PROPERTY``, so it reaches the xdist controller. Columns are
 a list others extend (the failure-scenario report adds election time)::
 
-    from .summary import COLUMNS, Column
+    from pytest_kreplica.plugin.summary import COLUMNS, Column
     COLUMNS.insert(-2, Column("election", lambda r: fmt_seconds(r.get("election_s"))))
 """
 
@@ -14,6 +14,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 RESULT_PROPERTY = "kreplica_result"
 
@@ -70,3 +72,40 @@ def render(rows: list[dict[str, Any]], columns: list[Column] | None = None) -> l
                  for cell, w, col in zip(row, widths, columns, strict=True)]
         lines.append("  ".join(parts).rstrip())
     return lines
+
+
+class SummaryCollector:
+    """Gathers one row per case from the test reports (on the xdist controller, from the
+    workers' reports) and prints the table; registered by the plugin on the controller."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "kreplica" not in report.keywords:
+            return
+        case_id = report.nodeid.rsplit("[", 1)[-1].rstrip("]")
+        row = self.rows.setdefault(report.nodeid, {"case_id": case_id})
+        for name, value in report.user_properties:
+            if name == RESULT_PROPERTY:
+                row.update(decode(value))
+        if report.failed:
+            row.setdefault("verdict", "error")  # failed before a result was recorded
+            row["outcome"] = "failed"
+        elif report.skipped:
+            row.setdefault("verdict", "skipped")
+        elif report.when == "call":
+            row.setdefault("verdict", "passed")  # a test that recorded no result
+        row.setdefault("outcome", "passed")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.rows:
+            return
+        rows = list(self.rows.values())
+        terminalreporter.section("kreplica matrix summary")
+        for line in render(rows):
+            terminalreporter.write_line(line)
+        self.config.hook.pytest_kreplica_summary(config=self.config, rows=rows,
+                                                 terminalreporter=terminalreporter)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import HistoryError
+from ..rundir import RUN_JSON
 
 SCHEMAS = {
     "sends": pa.schema([("process", pa.int64()), ("topic", pa.string()),
@@ -133,9 +134,9 @@ def load(run_dir: str | Path, grid_points: int = 1500) -> RunData:
     if not run_dir.is_dir():
         raise HistoryError(f"{run_dir}: not a run directory")
     run: dict[str, Any] = {}
-    if (run_dir / "run.json").exists():
+    if (run_dir / RUN_JSON).exists():
         try:
-            run = json.loads((run_dir / "run.json").read_text())
+            run = json.loads((run_dir / RUN_JSON).read_text())
         except json.JSONDecodeError as exc:
             raise HistoryError(f"{run_dir / 'run.json'}: not JSON: {exc}") from None
     sends, polls, events = (read_table(run_dir, n) for n in ("sends", "polls", "events"))

@@ -10,15 +10,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..faults import STRIKE_EVENTS
+from ..faults.registry import STRIKE_EVENTS
+from ..rundir import HISTORY_FILES, REPORT_HTML, VERDICT_JSON
+from ..validation.checker.anomalies import ANOMALIES, LOOKUP_COUNTS, NAMES, report_class
+from ..validation.replicas.verify import INVALIDATING as REPLICA_INVALIDATING
 from .data import clusters_section, load
 from .plots import series_svg, timeline_svg
 from .verdict import read_verdict
 
-REPORT_FILE = "report.html"
+REPORT_FILE = REPORT_HTML
 INDEX_FILE = "index.html"
-HISTORY_FILES = ("run.json", "verdict.json", "sends.jsonl", "polls.jsonl", "events.jsonl",
-                 "replicas.json")
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
@@ -35,17 +36,9 @@ flex-wrap:wrap}code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
 svg{max-width:100%;height:auto}details summary{cursor:pointer;color:#1565c0}
 """
 
-# anomalies that make a case invalid under some semantics: highlighted when non-zero
-# what makes a history invalid under each semantics (shared/HISTORY.md): shown in red; other
-# non-zero anomalies (reported, never invalidating under that semantics) in amber
-_ALO = ("lost", "unseen", "inconsistent_offsets", "aborted_reads", "unexpected",
-        "nonmonotonic_polls", "poll_skips")
-INVALIDATING = {"at-least-once": _ALO, "exactly-once": (*_ALO, "duplicated"),
-                "at-most-once": ("duplicated", "inconsistent_offsets", "aborted_reads",
-                                 "unexpected", "nonmonotonic_polls", "poll_skips")}
-ANOMALIES = ("lost", "unseen", "duplicated", "inconsistent_offsets", "aborted_reads",
-             "unexpected", "nonmonotonic_polls", "poll_skips", "nonmonotonic_sends",
-             "recovered", "in_log", "not_in_log")
+# the checker's anomalies, then the replica look-up's split of lost + unseen; a non-zero count
+# is red where it breaks the case's semantics, amber where it is only reported (``anomalies``)
+REPORTED = (*NAMES, *LOOKUP_COUNTS)
 
 
 def _e(value: Any) -> str:
@@ -166,14 +159,17 @@ def render_report(run_dir: str | Path) -> str:
     parts.append("<h2>Counts</h2><div class='grid'>")
     parts.append(_kv({k: counts[k] for k in ("sent", "acked", "failed", "indeterminate",
                                               "polled", "never_consumed") if k in counts}))
-    parts.append(_kv({k: counts[k] for k in ANOMALIES if k in counts},
-                     highlight=INVALIDATING.get(semantics, _ALO), warn=ANOMALIES))
+    parts.append(_kv({ANOMALIES[k].label if k in ANOMALIES else k: counts[k]
+                      for k in REPORTED if k in counts},
+                     highlight=tuple(ANOMALIES[k].label for k in NAMES
+                                     if report_class(k, semantics) == "bad"),
+                     warn=tuple(ANOMALIES[k].label if k in ANOMALIES else k
+                                for k in REPORTED)))
     replicas = verdict.get("replicas")
     if replicas:
         parts.append(_kv({"replica logs valid": replicas.get("valid"),
                           **{k: v for k, v in (replicas.get("counts") or {}).items()}},
-                         highlight=("corrupt_batches", "missing_batches",
-                                    "divergent_batches")))
+                         highlight=REPLICA_INVALIDATING))
     parts.append("</div>")
     if data.mirrored:
         parts.append(_clusters_html(data, verdict))
@@ -295,19 +291,19 @@ def index_columns(verdicts: list[dict[str, Any]]) -> list[str]:
     send in an otherwise clean run shows here, not only in its verdict.json)."""
     fixed = ["sent", "acked", "lost", "unseen", "duplicated"]
     seen = {k for v in verdicts for k, n in (v.get("counts") or {}).items() if n}
-    return fixed + [k for k in ANOMALIES if k in seen and k not in fixed]
+    return fixed + [k for k in REPORTED if k in seen and k not in fixed]
 
 
 def _count_class(name: str, value: Any, semantics: str | None) -> str:
     if not value or name in ("sent", "acked"):
         return ""
-    return " bad" if name in INVALIDATING.get(semantics or "", _ALO) else " warn"
+    return " " + report_class(name, semantics)
 
 
 def write_index(root: str | Path) -> Path | None:
     """index.html in ``root`` linking every case directory below it that has a verdict."""
     root = Path(root)
-    cases = sorted(p.parent for p in root.rglob("verdict.json"))
+    cases = sorted(p.parent for p in root.rglob(VERDICT_JSON))
     if not cases:
         return None
     verdicts = [read_verdict(c) or {} for c in cases]

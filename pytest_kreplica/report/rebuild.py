@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..history import read_run_json
+from ..validation.checker import check
+from ..validation.outcome import judge_case
+from ..validation.spark import stop_spark
+from .html import write_index, write_report
 from .verdict import build_verdict, read_verdict, write_verdict
 
 log = logging.getLogger(__name__)
@@ -39,10 +44,6 @@ def run_dirs(root: Path) -> list[Path]:
 def rebuild(run_dir: Path, semantics: str | None = None,
             spark_master: str | None = None) -> dict[str, Any]:
     """Check ``run_dir``'s history and write its verdict.json and report.html."""
-    from ..history import read_run_json
-    from ..validation.checker import check
-    from ..validation.outcome import judge_case
-    from .html import write_report
 
     verdict = check(run_dir, semantics=semantics, spark_master=spark_master)
     history = verdict.to_dict()
@@ -81,8 +82,6 @@ def rebuild(run_dir: Path, semantics: str | None = None,
 
 def run_report(args) -> int:
     """``kreplica report RUN_DIR [--semantics S] [--spark-master URL]``."""
-    from ..validation.spark import stop_spark
-    from .html import write_index
 
     root = Path(args.run_dir)
     if not root.is_dir():

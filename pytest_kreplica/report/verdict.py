@@ -9,7 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-VERDICT_FILE = "verdict.json"
+from ..rundir import VERDICT_JSON
+from ..validation.outcome import decide
+
+VERDICT_FILE = VERDICT_JSON
 FORMAT = 1
 
 
@@ -36,7 +39,6 @@ def build_verdict(*, case_id: str, parameters: dict[str, Any], semantics: str,
     the replica check's; ``checks`` are scenario checks ({name, ok, detail}) such as C.2's
     bounded election. ``passed`` / ``reason`` come from ``outcome.decide`` (the case's one
     verdict); a caller that judged more (trade-off, coverage) passes them in ``extra``."""
-    from ..validation.outcome import decide
 
     faults = faults or []
     elections = [f["election_s"] for f in faults if f.get("election_s") is not None]

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..faults import FAILURES
 from ..faults.failure import GONE_AT_RECOVERY, GONE_AT_STRIKE
+from ..faults.registry import FAILURES
 
 UNCLEAN = "election from outside the ISR"
 LEADER_CHANGE = "leader change with acks {acks}"

@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HistoryError
+from ..history import read_run_json
+from ..rundir import REPLICAS_JSON, VERDICT_JSON
+from .checker import check
+from .checker.verdict import invalidating
+from .replicas.verify import verify_logs
+from .tradeoffs import judge
 
 
 def coverage_problems(run_dir: str | Path, counts: dict[str, int],
@@ -28,7 +34,7 @@ def coverage_problems(run_dir: str | Path, counts: dict[str, int],
                         f"{counts.get('failed', 0)} failed, "
                         f"{counts.get('indeterminate', 0)} indeterminate): nothing to check")
     run_dir = Path(run_dir)
-    replicas = run_dir / "replicas.json"
+    replicas = run_dir / REPLICAS_JSON
     topics = (meta or {}).get("topics")
     partitions = ((meta or {}).get("params") or {}).get("partitions")
     if replicas.exists() and isinstance(topics, list) and isinstance(partitions, int):
@@ -60,8 +66,6 @@ def decide(*, history: dict[str, Any] | None, replicas: dict[str, Any] | None = 
             pass
         else:
             counts = history.get("counts") or {}
-            from .checker.verdict import invalidating
-
             bad = [f"{k} {counts[k]}" for k in invalidating(history.get("semantics")
                                                            or "at-least-once")
                    if counts.get(k)]
@@ -92,8 +96,6 @@ def judge_case(run_dir: str | Path, history: Any, *, meta: dict[str, Any] | None
                ) -> dict[str, Any]:
     """Trade-off and coverage of a checked run, then ``decide``: ``{"passed", "reason",
     "tradeoff", "problems"}``. ``history`` is the checker's ``Verdict``."""
-    from .tradeoffs import judge
-
     counts = dict(history.counts)
     tradeoff = None
     if not history.valid and not (meta or {}).get("mirror"):  # no trade-off across clusters
@@ -111,23 +113,18 @@ def recheck(run_dir: str | Path, semantics: str | None = None,
     The replica logs are verified again when the run has a snapshot; the scenario checks,
     hook errors and fault records the test saw come from its verdict.json (observations
     of the live cluster the history cannot replay)."""
-    from ..history import read_run_json
-    from .checker import check
-
     run_dir = Path(run_dir)
     verdict = check(run_dir, semantics=semantics, spark_master=spark_master)
     meta = read_run_json(run_dir, missing_ok=True)
     saved: dict[str, Any] = {}
-    path = run_dir / "verdict.json"
+    path = run_dir / VERDICT_JSON
     if path.exists():
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise HistoryError(f"{path}: cannot be read: {exc}") from None
     replicas = None
-    if (run_dir / "replicas.json").exists():
-        from .replicas.verify import verify_logs
-
+    if (run_dir / REPLICAS_JSON).exists():
         logs = verify_logs(run_dir, spark_master=spark_master).to_dict()
         logs.pop("segments", None)
         replicas = logs

@@ -28,13 +28,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import once
+from ..cache import cache_dir
 from ..errors import CheckError, KreplicaError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 ENV_MASTER = "KREPLICA_SPARK_MASTER"
-ENV_CACHE = "KREPLICA_CACHE"
 ENV_CDS = "KREPLICA_SPARK_CDS"
 ENV_DRIVER_MEMORY = "KREPLICA_SPARK_DRIVER_MEMORY"
 DEFAULT_MASTER = "local[2]"
@@ -43,12 +44,6 @@ DEFAULT_DRIVER_MEMORY = "2g"
 _lock = threading.Lock()
 _session: SparkSession | None = None
 _archive_pending: tuple[Path, Path, contextlib.ExitStack] | None = None  # dump, archive, lock
-
-
-def cache_dir() -> Path:
-    """Where downloaded and generated artefacts are kept between runs."""
-    root = os.environ.get(ENV_CACHE)
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "kreplica"
 
 
 def log4j_config() -> Path:
@@ -124,7 +119,6 @@ def _driver_java_options(local: bool) -> str:
 def _claim_archive(archive: Path) -> contextlib.ExitStack | None:
     """The archive's machine-wide lock (``once``), held until ``stop_spark`` publishes it;
     None when another process holds it."""
-    from .. import once
 
     stack = contextlib.ExitStack()
     if stack.enter_context(once.held(archive.with_name(archive.name + ".lock"),

@@ -20,9 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..rundir import REPLICAS_JSON
+from .checker.anomalies import EXCUSABLE, INVALIDATING
 from .evidence import excusing_events, find_excuse
+from .replicas.layout import load_layout
 
-EXCUSABLE = ("lost", "unseen", "inconsistent_offsets")
 EXAMPLES = 10
 
 
@@ -81,7 +83,6 @@ def ids_in_logs(run_dir: Path, wanted: set[str]) -> dict[str, list[dict[str, Any
     None without a replica snapshot."""
     import pyarrow as pa
 
-    from .replicas.layout import REPLICAS_JSON, load_layout
     from .replicas.locate import records_arrow
 
     if not (run_dir / REPLICAS_JSON).exists():
@@ -108,9 +109,7 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
           params: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The trade-off verdict of a case whose history the checker found invalid, or None
     when no trade-off can apply (valid already, exactly-once, or nothing excusable)."""
-    from .checker.verdict import invalidating
-
-    bad = {k: counts[k] for k in invalidating(semantics) if counts.get(k)}
+    bad = {k: counts[k] for k in INVALIDATING[semantics] if counts.get(k)}
     if semantics == "exactly-once" or not bad or not set(bad) & set(EXCUSABLE):
         return None
     run_dir = Path(run_dir)
@@ -147,7 +146,7 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
                            f"offset {rec['offset']}) is in a replica's log "
                            f"{where[rid][0]} but no consumer read it")
             continue
-        if not (run_dir / "replicas.json").exists():
+        if not (run_dir / REPLICAS_JSON).exists():
             continue
         event = find_excuse(events, rec["topic"], rec["partition"], rec["invoke_ns"])
         if event is None:

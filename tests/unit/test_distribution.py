@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kreplica.cluster import distribution as dist
+from pytest_kreplica.cluster import maven
 from pytest_kreplica.errors import EnvironmentProblem
 
 METADATA = """<?xml version="1.0" encoding="UTF-8"?>
@@ -76,7 +77,7 @@ def test_4x_binding_follows_log4j_version_kafka_brings():
 
 
 def test_pom_lists_dependencies_in_order():
-    pom = dist._pom("4.3.1", ["org.apache.kafka:kafka_2.13:4.3.1", "org.slf4j:x:1"])
+    pom = maven.pom("4.3.1", ["org.apache.kafka:kafka_2.13:4.3.1", "org.slf4j:x:1"])
     assert "<packaging>pom</packaging>" in pom
     assert pom.index("kafka_2.13") < pom.index("<artifactId>x</artifactId>")
     assert "<artifactId>kafka-4-3-1</artifactId>" in pom
@@ -109,12 +110,12 @@ def test_archive_flag_only_when_archive_exists(tmp_path):
 
 def test_missing_java_names_the_remedy(monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
-    dist.find_java.cache_clear()
+    maven.find_java.cache_clear()
     try:
         with pytest.raises(EnvironmentProblem, match="Java 17 or newer not found.*JAVA_HOME"):
-            dist.find_java()
+            maven.find_java()
     finally:
-        dist.find_java.cache_clear()
+        maven.find_java.cache_clear()
 
 
 def test_old_java_is_rejected(monkeypatch, tmp_path):
@@ -123,25 +124,25 @@ def test_old_java_is_rejected(monkeypatch, tmp_path):
     fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
     fake.chmod(0o755)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
-    dist.find_java.cache_clear()
+    maven.find_java.cache_clear()
     try:
         with pytest.raises(EnvironmentProblem, match="Java 11; Kafka needs Java 17"):
-            dist.find_java()
+            maven.find_java()
     finally:
-        dist.find_java.cache_clear()
+        maven.find_java.cache_clear()
 
 
 def test_missing_maven_names_the_remedy(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(EnvironmentProblem, match="Maven \\(mvn\\) not found"):
-        dist.find_maven()
+        maven.find_maven()
 
 
 def test_maven_failure_classification():
-    down = dist.MavenFailed("[ERROR] Failed to execute goal ... Could not transfer artifact "
+    down = maven.MavenFailed("[ERROR] Failed to execute goal ... Could not transfer artifact "
                             "x from/to central: repo.maven.apache.org: Name or service not known")
     assert down.unreachable()
-    problem = dist._maven_problem(down, "Kafka 4.3.1")
+    problem = maven.problem(down, "Kafka 4.3.1")
     assert "check the network" in str(problem) and "\n" not in str(problem)
-    missing = dist.MavenFailed("[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:9")
+    missing = maven.MavenFailed("[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:9")
     assert not missing.unreachable()

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, reaper
-from pytest_kreplica.cluster.docker import LABEL_OWNER, sweep
+from pytest_kreplica.cluster.docker_owner import LABEL_OWNER, sweep
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.errors import InputError
 

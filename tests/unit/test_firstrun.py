@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from pytest_kreplica.matrix import Case
+from pytest_kreplica.matrix import DIMENSIONS, Case
 from pytest_kreplica.plugin.firstrun import case_needs
 
 MATRIX = """
@@ -109,8 +109,9 @@ def test_nothing_prepared_for_tests_without_clusters(project):
 
 
 def test_case_needs_covers_target_versions_and_parts():
-    params = (("kafka_version", "4.3.1"), ("backend", "process"),
-              ("target_kafka_version", "3.9.2"), ("compat", "mirror-pair"))
-    case = Case("m", "mirror", "m-1", params, ())
+    params = {name: dim.default for name, dim in DIMENSIONS.items()}
+    params.update(kafka_version="4.3.1", backend="process", target_kafka_version="3.9.2",
+                  compat="mirror-pair")
+    case = Case(matrix="m", scenario="mirror", case_id="m-1", markers=(), **params)
     assert case_needs(case) == {("4.3.1", "process", ("broker", "mirror")),
                                 ("3.9.2", "process", ("broker", "mirror"))}

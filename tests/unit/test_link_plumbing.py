@@ -141,7 +141,8 @@ def test_round_trip_of_a_silent_peer_is_none():
 
 def _case(failure):
     return SimpleNamespace(brokers=3, kafka_version=None, backend="process", failure=failure,
-                           scenario="replication")
+                           scenario="replication", compat="mirror-pair",
+                           target_kafka_version=None)
 
 
 def test_link_fault_cases_get_a_cluster_of_their_own():

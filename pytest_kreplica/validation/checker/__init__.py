@@ -8,7 +8,8 @@
 benchmark and as a cross-check in tests.
 """
 
+from .anomalies import ANOMALIES, INVALIDATING, Anomaly
 from .core import check
-from .verdict import ANOMALIES, INVALIDATING, TOTALS, Verdict
+from .verdict import TOTALS, Verdict
 
-__all__ = ["ANOMALIES", "INVALIDATING", "TOTALS", "Verdict", "check"]
+__all__ = ["ANOMALIES", "INVALIDATING", "TOTALS", "Anomaly", "Verdict", "check"]

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ...history import EVENTS, POLLS, SENDS, read_run_json
+from .anomalies import NAMES
 from .core import is_mirrored, resolve_semantics
 from .tables import check_run_dir, find_table, iter_rows, read_exempting_events
-from .verdict import EXAMPLES_PER_ANOMALY, Verdict
+from .verdict import EXAMPLES_PER_ANOMALY, TOTALS, Verdict
 
 
 class _Id:
@@ -41,7 +42,7 @@ def check_baseline(run_dir: str | os.PathLike[str], semantics: str | None = None
     max_polled: dict[tuple, int] = {}
     send_streams: dict[tuple, list] = defaultdict(list)
     poll_streams: dict[tuple, list] = defaultdict(list)
-    totals = dict.fromkeys(("sent", "acked", "failed", "indeterminate", "polled"), 0)
+    totals = dict.fromkeys(TOTALS, 0)
 
     for row in iter_rows(sends_table):
         rid, status, offset = row["id"], row["status"], row.get("offset")
@@ -84,9 +85,7 @@ def check_baseline(run_dir: str | os.PathLike[str], semantics: str | None = None
         poll_streams[(row["process"], *tp)].append(
             (row["poll"], seq if index is None else index, offset, rid, row["time_ns"]))
 
-    counts = dict.fromkeys(("lost", "unseen", "duplicated", "inconsistent_offsets",
-                            "aborted_reads", "unexpected", "nonmonotonic_polls", "poll_skips",
-                            "nonmonotonic_sends", "recovered"), 0)
+    counts = dict.fromkeys(NAMES, 0)
     examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
 
     def note(name: str, **example: Any) -> None:

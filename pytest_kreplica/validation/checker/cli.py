@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import sys
 
+from ..outcome import recheck
+from ..spark import stop_spark
+
 
 def run_check(args) -> int:
-    from ..outcome import recheck
-    from ..spark import stop_spark
-
     try:
         verdict, outcome = recheck(args.run_dir, semantics=args.semantics,
                                    spark_master=getattr(args, "spark_master", None))

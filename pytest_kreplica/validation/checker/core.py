@@ -8,6 +8,9 @@ from typing import Any
 
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, read_run_json
+from ...rundir import REPLICAS_JSON
+from ..spark import spark_log, start_spark
+from .anomalies import NAMES
 from .tables import (
     Table,
     check_run_dir,
@@ -16,10 +19,9 @@ from .tables import (
     first_problem,
     parquet_schema_problem,
     read_exempting_events,
+    read_spark,
 )
-from .verdict import ANOMALIES, DEFAULT_SEMANTICS, Verdict
-
-REPLICAS_JSON = "replicas.json"
+from .verdict import DEFAULT_SEMANTICS, Verdict
 
 
 def resolve_semantics(semantics: str | None, meta: dict[str, Any]) -> str:
@@ -69,13 +71,10 @@ def check(
             raise HistoryError(problem)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
 
-    from ..spark import start_spark
-
     spark = start_spark(spark_master)
     extra: dict[str, Any] = {}
     with _spark_errors(path):
         from . import rules
-        from .tables import read_spark
 
         frames = rules.build(read_spark(spark, sends_table),
                              read_spark(spark, polls_table), exempting, mirrored)
@@ -87,7 +86,7 @@ def check(
             extra["reused_ids"] = raw["reused_ids"]
         examples: dict[str, list] = {}
         lookup = (path / REPLICAS_JSON).exists()
-        if any(counts[a] for a in ANOMALIES):
+        if any(counts[a] for a in NAMES):
             with rules.cached(frames):
                 examples = rules.examples(frames, counts)
                 if lookup:
@@ -167,8 +166,6 @@ class _spark_errors:
             return False
         if not isinstance(exc, PySparkException | Py4JError):
             return False
-        from ..spark import spark_log
-
         first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
         raise HistoryError(
             f"{self.run_dir}: Spark could not check this run: {first[:300]} (Spark log: "

@@ -25,7 +25,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from .verdict import ANOMALIES, EXAMPLES_PER_ANOMALY
+from .anomalies import NAMES
+from .verdict import EXAMPLES_PER_ANOMALY
 
 SEND, POLL = 0, 1
 TP = ("cluster", "topic", "partition")
@@ -248,7 +249,7 @@ def count(frames: Frames) -> dict[str, int]:
 def examples(frames: Frames, counts: dict[str, int],
              limit: int = EXAMPLES_PER_ANOMALY) -> dict[str, list[dict[str, Any]]]:
     """A few offending rows per anomaly that occurred, in one query."""
-    wanted = [name for name in ANOMALIES if counts.get(name)]
+    wanted = [name for name in NAMES if counts.get(name)]
     if not wanted:
         return {}
     rows, per_id = frames.rows, frames.per_id

@@ -1,32 +1,14 @@
-"""The checker's result and the validity rules of shared/HISTORY.md (pure Python)."""
+"""The checker's result and its validity under a semantics (the rules of shared/HISTORY.md;
+which anomaly breaks which semantics is in ``anomalies``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-ANOMALIES = (
-    "lost",
-    "unseen",
-    "duplicated",
-    "inconsistent_offsets",
-    "aborted_reads",
-    "unexpected",
-    "nonmonotonic_polls",
-    "poll_skips",
-    "nonmonotonic_sends",
-    "recovered",
-)
-TOTALS = ("sent", "acked", "failed", "indeterminate", "polled")
+from .anomalies import INVALIDATING, NAMES
 
-_BASE_INVALID = (
-    "inconsistent_offsets", "aborted_reads", "unexpected", "nonmonotonic_polls", "poll_skips",
-)
-INVALIDATING = {
-    "at-least-once": ("lost", "unseen", *_BASE_INVALID),
-    "exactly-once": ("lost", "unseen", "duplicated", *_BASE_INVALID),
-    "at-most-once": ("duplicated", *_BASE_INVALID),
-}
+TOTALS = ("sent", "acked", "failed", "indeterminate", "polled")
 DEFAULT_SEMANTICS = "at-least-once"
 EXAMPLES_PER_ANOMALY = 5
 
@@ -59,7 +41,7 @@ class Verdict:
         examples: dict[str, list[dict[str, Any]]] | None = None,
         extra: dict[str, Any] | None = None,
     ) -> Verdict:
-        full = {name: int(counts.get(name, 0)) for name in (*ANOMALIES, *TOTALS)}
+        full = {name: int(counts.get(name, 0)) for name in (*NAMES, *TOTALS)}
         full.update({k: int(v) for k, v in counts.items() if k not in full})
         return cls(
             valid=is_valid(full, semantics),
@@ -91,11 +73,11 @@ class Verdict:
         where = f"{run_dir}: " if run_dir else ""
         lines = [f"{where}{'VALID' if self.valid else 'INVALID'} ({self.semantics})"]
         lines.append("  " + "  ".join(f"{name} {self.counts.get(name, 0)}" for name in TOTALS))
-        for name in ANOMALIES:
+        for name in NAMES:
             n = self.counts.get(name, 0)
             mark = " *" if n and name in bad else ""
             lines.append(f"  {name:<22}{n}{mark}")
-        for name in sorted(k for k in self.counts if k not in ANOMALIES and k not in TOTALS):
+        for name in sorted(k for k in self.counts if k not in NAMES and k not in TOTALS):
             lines.append(f"  {name:<22}{self.counts[name]}")
         for note, value in self.extra.items():
             lines.append(f"  note: {note}: {value}")

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import HistoryError
+from ...rundir import REPLICAS_JSON
 from .batches import segment_base_offset
-
-REPLICAS_JSON = "replicas.json"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from ...errors import ClusterError
-from .layout import REPLICAS_JSON
+from ...rundir import REPLICAS_JSON
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...cluster.base import Cluster, PartitionState, TopicSpec

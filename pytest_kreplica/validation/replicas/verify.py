@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import CheckError
+from ..spark import start_spark
 from .layout import ReplicaLayout, load_layout
+from .scan import RESULT_SCHEMA, scan_units_arrow
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -78,8 +80,6 @@ class LogVerdict:
 def verify_logs(run_dir: str | Path, spark_master: str | None = None,
                 spark: SparkSession | None = None) -> LogVerdict:
     """Verify the replica snapshot of ``run_dir`` (raises HistoryError when unreadable)."""
-    from ..spark import start_spark
-
     layout = load_layout(run_dir)
     if spark is None:
         spark = start_spark(spark_master)
@@ -159,8 +159,6 @@ def scan_dataframe(spark: SparkSession, layout: ReplicaLayout) -> tuple[DataFram
     Spark task per bin of partitions, each partition's replicas read side by side and
     judged there (``scan.judge_partition``)."""
     from functools import partial
-
-    from .scan import RESULT_SCHEMA, scan_units_arrow
 
     units = {(p.topic, p.partition): {"topic": p.topic, "partition": p.partition,
                                       "replicas": list(p.replicas), "isr": list(p.isr),

@@ -1,0 +1,35 @@
+"""Who owns a docker container or network: labels naming the owning session (pid and start
+time), and the sweep that removes what dead owners left, never what a live owner runs."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from . import reaper
+
+if TYPE_CHECKING:
+    import docker
+
+LABEL_OWNER = "org.kreplica.owner"  # reaper.owner_token(): "<pid>:<start time>"
+LABEL_CLUSTER = "org.kreplica.cluster"
+LABEL_NODE = "org.kreplica.node"
+
+
+def sweep(client: docker.DockerClient) -> list[str]:
+    """Remove our containers and networks whose owner is dead; return their names."""
+    import docker
+
+    removed: list[str] = []
+    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
+        if not reaper.owner_alive(container.labels.get(LABEL_OWNER, "")):
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+                removed.append(container.name)
+    for network in client.networks.list(filters={"label": LABEL_OWNER}):
+        labels = network.attrs.get("Labels") or {}
+        if not reaper.owner_alive(labels.get(LABEL_OWNER, "")):
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                network.remove()
+                removed.append(network.name)
+    return removed

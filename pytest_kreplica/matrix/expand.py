@@ -1,0 +1,149 @@
+"""Expansion of parsed dimension values into cases: the product (or a pairwise covering
+array) minus excludes, the defaults, the cross-dimension checks, the derived semantics and
+seed, the case ids and the markers."""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import MatrixError
+from ..faults.registry import FAILURES, failures_on
+from .case import Case
+from .dimensions import DIMENSIONS, FAULT_ONLY, hyphen_free
+
+__all__ = ["STRATEGIES", "build_case", "combinations", "complete", "derive_semantics",
+           "matrix_error", "matches"]
+
+STRATEGIES = ("product", "pairwise")
+_STRENGTH = {"at-most-once": 0, "at-least-once": 1, "exactly-once": 2}
+
+
+def matrix_error(path: Path, where: str, message: str) -> MatrixError:
+    """The one-line error: the file, the key (``where``), then what is wrong and allowed."""
+    return MatrixError(f"{path}: {where}: {message}")
+
+
+def derive_semantics(params: Mapping[str, Any]) -> str:
+    """The semantics a case expects when its matrix does not say: exactly-once for an
+    idempotent producer with no faults, or behind an exactly-once MirrorMaker 2 (whatever
+    fails it); else at-least-once. Never at-most-once by configuration: a case with acks 1
+    / 0 or unclean leader election under faults still expects every acknowledged record,
+    and a loss passes only when the fault evidence explains it (``tradeoffs``,
+    docs/failures.md "Loss and its evidence")."""
+    if params["idempotence"] and (params["failure"] == "none"
+                                  or params["mirror_semantics"] == "exactly-once"):
+        return "exactly-once"
+    return "at-least-once"
+
+
+def matches(entry: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """Whether ``row`` has every value of an exclude / include / marks ``entry``."""
+    return all(k in row and row[k] == v for k, v in entry.items())
+
+
+def combinations(strategy: str, names: list[str], values: list[list[Any]],
+                 exclude: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the product (or of a pairwise covering array) that no exclude entry matches."""
+    def keep(row: Mapping[str, Any]) -> bool:
+        return not any(matches(e, row) for e in exclude)
+
+    if strategy == "product" or len(names) < 2:
+        rows = (dict(zip(names, combo, strict=True)) for combo in itertools.product(*values))
+        return [row for row in rows if keep(row)]
+    from allpairspy import AllPairs  # lazy: only pairwise matrices need it
+
+    # AllPairs asks about partial rows too; an exclude entry only rejects a complete match
+    def keep_partial(partial: list[Any]) -> bool:
+        return keep(dict(zip(names, partial, strict=False)))
+
+    pairs = AllPairs(values, filter_func=keep_partial)
+    return [dict(zip(names, row, strict=True)) for row in pairs]
+
+
+def complete(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Every dimension's value: the row's, else the caller's default, else the table's.
+    Without faults the fault-only dimensions take their defaults, so such rows collapse."""
+    params = {n: raw.get(n, defaults.get(n, d.default)) for n, d in DIMENSIONS.items()}
+    if params["brokers"] is None:
+        params["brokers"] = max(3, params["replication_factor"])
+    if params["failure"] == "none":
+        params.update({n: defaults.get(n, DIMENSIONS[n].default) for n in FAULT_ONLY})
+    return params
+
+
+def _case_id(varying: set[str], params: Mapping[str, Any]) -> str:
+    shown = varying - set(FAULT_ONLY) if params["failure"] == "none" else varying
+    return "-".join(d.id_part(params[n]) for n, d in DIMENSIONS.items() if n in shown)
+
+
+def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -> None:
+    where = f"case {case_id}"
+    if p["replication_factor"] > p["brokers"]:
+        raise matrix_error(path, f"{where}.replication_factor",
+                           f"{p['replication_factor']} is above brokers {p['brokers']}; "
+                           f"allowed: 1..brokers")
+    if p["min_insync_replicas"] > p["replication_factor"]:
+        raise matrix_error(path, f"{where}.min_insync_replicas",
+                           f"{p['min_insync_replicas']} is above replication_factor "
+                           f"{p['replication_factor']}; allowed: 1..replication_factor")
+    if p["idempotence"] and p["acks"] != -1:
+        raise matrix_error(path, f"{where}.idempotence",
+                           f"true needs acks -1 (all), got acks {p['acks']}; allowed: "
+                           f"idempotence false, or acks -1")
+    if (p["failure"] != "none" and p["target"] in ("follower", "random")
+            and p["replication_factor"] < 2):
+        raise matrix_error(path, f"{where}.target",
+                           f"{p['target']} needs replication_factor >= 2 (rf 1 has no "
+                           "follower); allowed: leader | controller, or replication_factor >= 2")
+    failure = FAILURES.get(p["failure"])
+    if failure is not None and not failure.runs_on(p["backend"]):
+        needs = " or ".join(failure.backends or ())
+        raise matrix_error(path, f"{where}.failure",
+                           f"{p['failure']} needs backend {needs} (--kreplica-backend {needs} "
+                           f"or backend: [{needs}]), got backend {p['backend']}; allowed on "
+                           f"{p['backend']}: {' | '.join(failures_on(p['backend']))}")
+    if p["mirror_semantics"] == "exactly-once" and not p["idempotence"]:
+        raise matrix_error(path, f"{where}.mirror_semantics",
+                           "exactly-once needs idempotence true (a retried send to the source "
+                           "would be a duplicate before MirrorMaker 2 sees it); allowed: "
+                           "at-least-once, or idempotence true")
+    if p["mirror_semantics"] == "exactly-once" and scenario not in ("mirror",
+                                                                    "version-compat"):
+        raise matrix_error(path, f"{where}.mirror_semantics",
+                           f"exactly-once needs a mirrored scenario, got {scenario}; allowed: "
+                           "at-least-once")
+    if p["failure"] != "none" and p["target"] == "mirror-maker" and scenario != "mirror":
+        raise matrix_error(path, f"{where}.target",
+                           f"mirror-maker needs scenario mirror, got {scenario}; allowed: "
+                           "leader | follower | controller")
+
+
+def build_case(path: Path, matrix: str, scenario: str, extra_markers: tuple[str, ...],
+               varying: set[str], params: dict[str, Any]) -> Case:
+    """The ``Case`` of one completed row: its id (the matrix name and the id parts of the
+    ``varying`` dimensions), its checks, derived semantics and seed, and its markers."""
+    case_id = f"{matrix}-{_case_id(varying, params) or 'default'}"
+    _check_case(path, case_id, params, scenario)
+    derived = derive_semantics(params)
+    if params["semantics"] is None:
+        params["semantics"] = derived
+    elif _STRENGTH[params["semantics"]] < _STRENGTH[derived]:
+        raise matrix_error(
+            path, f"case {case_id}.semantics",
+            f"{params['semantics']} is weaker than the {derived} this case's settings "
+            f"give (acks {params['acks']}, idempotence "
+            f"{str(params['idempotence']).lower()}); allowed: "
+            + " | ".join(k for k, v in _STRENGTH.items() if v >= _STRENGTH[derived])
+            + " (a loss under faults passes only with its evidence: failures.md in the docs)")
+    if params["seed"] is None:
+        params["seed"] = zlib.crc32(case_id.encode())
+    markers = ["kreplica", hyphen_free(matrix), *extra_markers]
+    for name, dim in DIMENSIONS.items():
+        if params["failure"] != "none" or name not in FAULT_ONLY:
+            markers.extend(dim.markers(params[name]))
+    return Case(matrix=matrix, scenario=scenario, case_id=case_id,
+                markers=tuple(dict.fromkeys(markers)), source=str(path), **params)

@@ -1,0 +1,202 @@
+"""Reading matrix files: find them, parse the YAML strictly, validate every key and value
+against the dimension table, and expand (``expand``). Every problem is one ``MatrixError``
+line naming the file, the key and what is allowed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import MatrixError
+from ..scenarios import SCENARIOS
+from ..yaml_strict import DuplicateKey, unique_key_loader
+from .case import Case, Matrix
+from .dimensions import DIMENSIONS, InvalidValue
+from .expand import STRATEGIES, build_case, combinations, complete, matches, matrix_error
+
+__all__ = ["TOP_LEVEL_KEYS", "load_all", "load_matrix", "parse_matrix", "resolve_matrices"]
+
+TOP_LEVEL_KEYS = ("description", "scenario", "markers", "strategy", "dimensions", "exclude",
+                  "include", "marks")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+def _parse_value(path: Path, where: str, name: str, value: Any) -> Any:
+    if name not in DIMENSIONS:
+        raise matrix_error(path, f"{where}.{name}", f"unknown dimension; allowed: "
+                                                    f"{', '.join(DIMENSIONS)}")
+    try:
+        return DIMENSIONS[name].parse(value)
+    except InvalidValue as exc:
+        raise matrix_error(path, f"{where}.{name}",
+                           f"bad value {value!r}; allowed: {exc}") from None
+
+
+def _entries(path: Path, data: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+    entries = data.get(key) or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and e for e in entries):
+        raise matrix_error(path, key, "must be a list of non-empty mappings {dimension: value}")
+    return [{name: _parse_value(path, f"{key}[{i}]", name, value) for name, value in e.items()}
+            for i, e in enumerate(entries)]
+
+
+def _marks(path: Path, data: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """``marks: {marker: [{dimension: value}, ...]}``: the marker goes on every case that
+    matches one of its entries (e.g. the reduced ``ci`` subset of a failure matrix)."""
+    marks = data.get("marks") or {}
+    if not isinstance(marks, dict):
+        raise matrix_error(path, "marks", "must be a mapping {marker: [{dimension: value}, ...]}")
+    out = {}
+    for marker, entries in marks.items():
+        if not isinstance(marker, str) or not marker.isidentifier():
+            raise matrix_error(path, "marks",
+                               f"bad marker name {marker!r}; allowed: an identifier")
+        out[marker] = _entries(path, {f"marks.{marker}": entries}, f"marks.{marker}")
+    return out
+
+
+def _header(path: Path, data: Any) -> tuple[str, str, list[str], str]:
+    """The top-level keys but ``dimensions``: scenario, strategy, markers, description."""
+    if not isinstance(data, dict):
+        raise matrix_error(path, "top level", "must be a mapping; allowed keys: "
+                                              + ", ".join(TOP_LEVEL_KEYS))
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise matrix_error(path, str(key),
+                               f"unknown key; allowed: {', '.join(TOP_LEVEL_KEYS)}")
+    scenario = data.get("scenario", "replication")
+    if not isinstance(scenario, str) or scenario not in SCENARIOS:
+        raise matrix_error(path, "scenario", f"unknown scenario {scenario!r} (no test runs "
+                                             f"it); allowed: {' | '.join(SCENARIOS)}")
+    strategy = data.get("strategy", "product")
+    if strategy not in STRATEGIES:
+        raise matrix_error(path, "strategy", f"bad value {strategy!r}; allowed: "
+                                             + " | ".join(STRATEGIES))
+    extra = data.get("markers") or []
+    if not isinstance(extra, list) or not all(isinstance(m, str) and m.isidentifier()
+                                              for m in extra):
+        raise matrix_error(path, "markers",
+                           f"bad value {extra!r}; allowed: a list of identifiers")
+    description = data.get("description") or ""
+    if not isinstance(description, str):
+        raise matrix_error(path, "description", "must be a string")
+    return scenario, strategy, extra, description
+
+
+def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = None) -> Matrix:
+    """Validate a loaded YAML document and expand it into cases (deterministic order)."""
+    defaults = defaults or {}
+    name = path.stem
+    if not _NAME_RE.match(name):
+        raise matrix_error(path, "file name",
+                           f"{name!r} is not a matrix name; allowed: lower-case letters, "
+                           "digits, '-' and '_', starting with a letter")
+    scenario, strategy, extra, description = _header(path, data)
+
+    dims = data.get("dimensions") or {}
+    if not isinstance(dims, dict):
+        raise matrix_error(path, "dimensions", "must be a mapping {dimension: [values]}")
+    names, values = [], []
+    for dim_name, raw_values in dims.items():
+        seq = raw_values if isinstance(raw_values, list) else [raw_values]
+        if not seq:
+            raise matrix_error(path, f"dimensions.{dim_name}",
+                               "empty list; allowed: one or more values")
+        parsed = [_parse_value(path, "dimensions", dim_name, v) for v in seq]
+        names.append(dim_name)
+        values.append(list(dict.fromkeys(parsed)))
+    exclude = _entries(path, data, "exclude")
+    include = _entries(path, data, "include")
+    marks = _marks(path, data)
+
+    firsts = dict(zip(names, (v[0] for v in values), strict=True))
+    raws = combinations(strategy, names, values, exclude)
+    raws += [{**firsts, **entry} for entry in include]
+    rows = list({tuple(p.items()): p for p in (complete(r, defaults) for r in raws)}.values())
+    # ids name only what tells this matrix's cases apart: short, and unique by construction
+    varying = {n for n in DIMENSIONS if len({repr(r[n]) for r in rows}) > 1}
+
+    cases: dict[str, Case] = {}
+    for row in rows:
+        subset = tuple(m for m, entries in marks.items()
+                       if any(matches(e, row) for e in entries))
+        case = build_case(path, name, scenario, tuple(extra) + subset, varying, row)
+        if case.case_id in cases:  # an id part that is not one-to-one: a table bug
+            raise matrix_error(path, "dimensions", f"two cases share the id {case.case_id}")
+        cases[case.case_id] = case
+    if not cases:
+        raise matrix_error(path, "exclude", "excludes every case; allowed: at least one case left")
+    return Matrix(name, path, description, scenario, tuple(extra), tuple(cases.values()),
+                  tuple(marks))
+
+
+def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None) -> Matrix:
+    """Read and expand one matrix file; every problem is one-line ``MatrixError``."""
+    # lazy: the plugin imports this package at every pytest start, before any matrix is read
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise matrix_error(path, "file", f"cannot be read ({exc.strerror}); allowed: a "
+                                         "readable YAML file") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise matrix_error(path, f"line {line}",
+                           f"not UTF-8 (byte {exc.object[exc.start]:#04x} at offset "
+                           f"{exc.start}); allowed: a UTF-8 YAML file") from None
+    try:
+        data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader
+    except DuplicateKey as exc:
+        raise matrix_error(path, f"line {exc.line}",
+                           f"key {exc.key!r} appears twice in one mapping (YAML would keep "
+                           f"the last silently); allowed: each key once") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "YAML"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise matrix_error(path, where,
+                           f"YAML syntax error: {problem}; allowed: valid YAML") from None
+    return parse_matrix(path, data, defaults)
+
+
+def resolve_matrices(selectors: Iterable[str], matrices_dir: Path) -> list[Path]:
+    """Matrix files for ``--kreplica-matrix`` values (a name in ``matrices_dir`` or a path);
+    with no selector, every ``*.yaml`` of ``matrices_dir``, sorted by name. A missing
+    directory is an error: a run that finds no matrix must not pass by running nothing."""
+    selectors = list(selectors)
+    if not selectors:
+        if not matrices_dir.is_dir():
+            raise MatrixError(f"{matrices_dir}: kreplica_matrices_dir: no such directory; "
+                              f"allowed: a directory of matrix *.yaml files (ini "
+                              f"kreplica_matrices_dir, or --kreplica-matrix PATH)")
+        return sorted(p for p in matrices_dir.iterdir() if p.suffix in (".yaml", ".yml"))
+    paths: list[Path] = []
+    for sel in selectors:
+        candidate = Path(sel)
+        if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
+            path = candidate if candidate.is_absolute() else Path.cwd() / candidate
+        else:
+            path = matrices_dir / f"{sel}.yaml"
+        if not path.is_file():
+            known = ([p.stem for p in sorted(matrices_dir.glob("*.yaml"))]
+                     if matrices_dir.is_dir() else [])
+            raise MatrixError(f"{path}: --kreplica-matrix: no such matrix file; allowed: a path "
+                              f"or a name in {matrices_dir} ({', '.join(known) or 'none'})")
+        if path not in paths:
+            paths.append(path)
+    return paths
+
+
+def load_all(paths: Iterable[Path], defaults: Mapping[str, Any] | None = None) -> list[Matrix]:
+    """Load every matrix; two files with one name (the marker and id prefix) are an error."""
+    matrices = [load_matrix(p, defaults) for p in paths]
+    seen: dict[str, Path] = {}
+    for m in matrices:
+        if m.name in seen:
+            raise MatrixError(f"{m.path}: file name: matrix name {m.name!r} is also used by "
+                              f"{seen[m.name]}; allowed: distinct file names")
+        seen[m.name] = m.path
+    return matrices

@@ -1,0 +1,310 @@
+"""The package's shape, read from its source with ``ast`` (nothing of it is imported):
+
+(a) no module over 400 lines; (b) no private name (``_x``) taken from another module of the
+package; (c) no import cycle among modules counting module-level imports, and every import
+inside a function of one of the package's own modules justified (the target pulls in a heavy
+library, or a module-level import would close a cycle); (d) the layers point one way.
+
+Each failure lists every offender as ``path:line``, so one run shows the whole list.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "pytest_kreplica"
+ROOT = Path(__file__).resolve().parents[2]
+MAX_LINES = 400
+#: third-party libraries too heavy to import at plugin start (seconds, or a JVM, or a daemon)
+HEAVY = {"pyspark", "kafka", "docker", "matplotlib", "pyarrow", "pandas", "numpy", "py4j"}
+#: ... plus those the plugin module itself must not load either (test_plugin.py
+#: ``test_plugin_import_stays_light``): a lazy import of a module that pulls one in is needed
+LAZY = HEAVY | {"yaml", "psutil", "allpairspy"}
+
+
+@dataclass(frozen=True)
+class Import:
+    target: str  # a module of the package, or a third-party top-level name
+    line: int
+    names: tuple[str, ...] = ()  # for ``from target import names``
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    lines: int
+    top: list[Import] = field(default_factory=list)  # run when the module is imported
+    inner: list[Import] = field(default_factory=list)  # inside a function body
+    private_uses: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def rel(self) -> str:
+        return str(self.path.relative_to(ROOT))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _walk(body: list[ast.stmt], in_function: bool) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node with whether it runs inside a function; ``if TYPE_CHECKING:`` bodies never
+    run, so they are left out."""
+    for node in body:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _walk(node.orelse, in_function)
+            continue
+        yield node, in_function
+        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef
+                                          | ast.Lambda)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                yield from _walk([child], inner)
+            else:
+                for sub in ast.walk(child):
+                    yield sub, inner or isinstance(sub, ast.Lambda)
+
+
+@cache
+def modules() -> dict[str, Module]:
+    found = {_module_name(p): p for p in sorted((ROOT / PACKAGE).rglob("*.py"))}
+    result = {}
+    for name, path in found.items():
+        text = path.read_text(encoding="utf-8")
+        mod = Module(name, path, len(text.splitlines()))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        bound: dict[str, str] = {}  # local name -> package module it refers to
+        for node, in_function in _walk(ast.parse(text).body, False):
+            imports: list[Import] = []
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    target = _resolve(alias.name, found)
+                    imports.append(Import(target, node.lineno))
+                    if alias.asname and target in found:
+                        bound[alias.asname] = target
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    if sub in found:  # ``from pkg import submodule``
+                        imports.append(Import(sub, node.lineno))
+                        bound[alias.asname or alias.name] = sub
+                    else:
+                        imports.append(Import(_resolve(base, found), node.lineno,
+                                              (alias.name,)))
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in bound and _private(node.attr)
+                  and bound[node.value.id] != name):
+                mod.private_uses.append((node.lineno, f"{bound[node.value.id]}.{node.attr}"))
+            (mod.inner if in_function else mod.top).extend(imports)
+        for imp in mod.top + mod.inner:
+            for imported in imp.names:
+                if imp.target in found and imp.target != name and _private(imported):
+                    mod.private_uses.append((imp.line, f"{imp.target}.{imported}"))
+        result[name] = mod
+    return result
+
+
+def _resolve(dotted: str, found: dict[str, Path]) -> str:
+    """The package module an import runs (the longest known prefix), or the third-party
+    top-level name."""
+    if dotted != PACKAGE and not dotted.startswith(PACKAGE + "."):
+        return dotted.split(".")[0]
+    parts = dotted.split(".")
+    while parts and ".".join(parts) not in found:
+        parts.pop()
+    return ".".join(parts)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def graph(include_inner: bool = False) -> dict[str, set[str]]:
+    mods = modules()
+    return {name: {i.target for i in (m.top + m.inner if include_inner else m.top)
+                   if i.target in mods and i.target != name}
+            for name, m in mods.items()}
+
+
+def closure(start: str, edges: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+@cache
+def heavy_modules(libraries: frozenset[str] = frozenset(HEAVY)) -> dict[str, str]:
+    """Package module -> the library of ``libraries`` its module-level imports pull in."""
+    mods, edges = modules(), graph()
+    heavy = {}
+    for name in mods:
+        for reached in {name} | closure(name, edges):
+            libs = {i.target for i in mods[reached].top} & libraries
+            if libs:
+                heavy[name] = f"{sorted(libs)[0]} (via {reached})"
+                break
+    return heavy
+
+
+def _where(mod: Module, line: int) -> str:
+    return f"{mod.rel}:{line}"
+
+
+# ------------------------------------------------------------------------------ (a)
+def test_no_module_over_400_lines():
+    long = [f"{m.rel}: {m.lines} lines" for m in modules().values() if m.lines > MAX_LINES]
+    assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+# ------------------------------------------------------------------------------ (b)
+def test_no_private_name_from_another_module():
+    uses = {f"{_where(m, line)}: {what}" for m in modules().values()
+            for line, what in m.private_uses}
+    assert not uses, ("private names used across modules (make them public where shared, "
+                      "or move them):\n" + "\n".join(sorted(uses)))
+
+
+# ------------------------------------------------------------------------------ (c)
+def test_no_import_cycle_at_module_level():
+    found = cycles(graph())
+    assert not found, "import cycles (module-level imports):\n" + "\n".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_in_function_imports_of_own_modules_are_needed():
+    """An import inside a function is for a target that pulls in a heavy library (``LAZY``),
+    or breaks a cycle a module-level import would make; any other is a module-level import
+    waiting to be moved."""
+    mods, edges, heavy = modules(), graph(), heavy_modules(frozenset(LAZY))
+    needless = set()
+    for mod in mods.values():
+        for imp in mod.inner:
+            if imp.target not in mods or imp.target == mod.name or imp.target in heavy:
+                continue
+            if imp.target == PACKAGE or mod.name in closure(imp.target, edges):
+                continue  # the package root is lazy by design; or a cycle forces it
+            needless.add(f"{_where(mod, imp.line)}: {imp.target}")
+    assert not needless, ("in-function imports of light package modules that a module-level "
+                          "import would do without a cycle:\n" + "\n".join(sorted(needless)))
+
+
+def test_the_checker_sees_cycles_and_private_names():
+    """The helpers above can fail: a planted two-module cycle and private import are found."""
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    assert _private("_options") and not _private("__version__") and not _private("options")
+
+
+# ------------------------------------------------------------------------------ (d)
+FOUNDATION = ("errors", "history", "waits", "once", "yaml_strict")
+#: package (or foundation module) -> packages it must never import, even inside a function
+FORBIDDEN = {
+    **{f: ("cluster", "matrix", "faults", "scenarios", "validation", "report", "plugin", "cli")
+       for f in FOUNDATION},
+    "cluster": ("matrix", "faults", "scenarios", "validation", "report", "plugin", "cli"),
+    "validation": ("faults", "scenarios", "plugin", "cli"),
+    "faults": ("scenarios", "plugin", "cli"),
+    "matrix": ("faults", "validation", "report", "plugin", "cli"),
+    "report": ("scenarios", "plugin", "cli"),
+    "scenarios": ("plugin", "cli"),
+}
+
+
+#: registries a lower layer may read: vocabularies, import-light (the matrix checks failure
+#: names against FAILURES, the loss evidence asks a failure whether it moves leadership)
+SHARED_REGISTRIES = (f"{PACKAGE}.faults.registry", f"{PACKAGE}.faults.failure")
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layers_point_one_way(layer):
+    wrong = set()
+    for mod in modules().values():
+        if _layer(mod.name) != layer:
+            continue
+        for imp in mod.top + mod.inner:
+            if imp.target in SHARED_REGISTRIES:
+                continue
+            if _layer(imp.target) in FORBIDDEN[layer] and imp.target.startswith(PACKAGE):
+                wrong.add(f"{_where(mod, imp.line)}: {imp.target}")
+    assert not wrong, f"{layer} imports a layer above it:\n" + "\n".join(sorted(wrong))
+
+
+@pytest.mark.parametrize("light", [f"{PACKAGE}.matrix", f"{PACKAGE}.plugin",
+                                   f"{PACKAGE}.scenarios", f"{PACKAGE}.cluster"])
+def test_light_entry_points_import_nothing_heavy(light):
+    """The plugin (imported at every pytest start) and what it reads at collection (matrix,
+    the scenario and backend registries) load no heavy library at import, nor the few the
+    plugin's own import avoids (``LAZY``)."""
+    mods, edges, heavy = modules(), graph(), heavy_modules(frozenset(LAZY))
+    reached = {light} | closure(light, edges)
+    if light.endswith(".matrix"):  # all of the matrix package, not just its __init__
+        reached |= {n for n in mods if n.startswith(light + ".")}
+    bad = sorted(f"{mods[n].rel} pulls in {heavy[n]}" for n in reached if n in heavy)
+    assert not bad, f"{light} must stay light:\n" + "\n".join(bad)
+
+
+def test_package_root_imports_no_module_at_import():
+    root = modules()[PACKAGE]
+    own = [f"{_where(root, i.line)}: {i.target}" for i in root.top
+           if i.target.startswith(PACKAGE)]
+    assert not own, "pytest_kreplica/__init__.py must load its names lazily:\n" + "\n".join(own)
