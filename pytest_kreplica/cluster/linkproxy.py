@@ -35,6 +35,7 @@ from .. import once
 from ..errors import ClusterError, EnvironmentProblem
 from ..waits import last_error_line, wait_for
 from . import ports as kports
+from .config import NodeAddress
 from .distribution import cache_dir
 from .launcher import Launcher
 from .reaper import owner_alive, owner_token
@@ -104,6 +105,20 @@ def _popen(cmd: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Po
     with open(log_path, "ab") as out:
         return Launcher.get().popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, env=env)
+
+
+def start_for(workdir: Path, host: str, addresses: list[NodeAddress]) -> LinkProxy:
+    """The started proxy of a cluster whose nodes listen at ``addresses``; its routes and
+    pid are written to ``<workdir>/links.json`` for people reading a run."""
+    proxy = LinkProxy.plan(workdir, host, {a.node_id: a.controller_port for a in addresses})
+    proxy.start()
+    (proxy.workdir / "links.json").write_text(json.dumps(proxy.describe(), indent=2))
+    return proxy
+
+
+def routed(proxy: LinkProxy | None, node_id: int, props: dict[str, str]) -> dict[str, str]:
+    """A node's settings with its links through ``proxy`` (unchanged without one)."""
+    return props if proxy is None else proxy.node_properties(node_id, props)
 
 
 @dataclass

@@ -95,8 +95,6 @@ class ProcessCluster(AdminCluster):
         info["workdir"] = str(self.workdir)
         for n in self._nodes:
             info["nodes"][str(n.node_id)]["pid"] = n.pid
-        if self.links is not None:
-            info["links"] = self.links.describe()
         return info
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -121,8 +119,6 @@ class ProcessCluster(AdminCluster):
                 self._format_all()
             self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
-            if self.links is not None:
-                self.links.start()
             for node in self._nodes:
                 self._launch(node)
             self.timings["launch"] = time.monotonic() - t1
@@ -145,11 +141,8 @@ class ProcessCluster(AdminCluster):
         self._ports = kports.claim_ports(2 * n, HOST)
         addresses = [kconfig.NodeAddress(i + 1, HOST, self._ports[2 * i], self._ports[2 * i + 1])
                      for i in range(n)]
-        voters = kconfig.quorum_voters(addresses)
-        if self.spec.links:
-            self.links = linkproxy.LinkProxy.plan(
-                self.workdir, HOST, {a.node_id: a.controller_port for a in addresses})
-            voters = self.links.voters()
+        self.links = linkproxy.start_for(self.workdir, HOST, addresses) if self.spec.links else None
+        voters = self.links.voters() if self.links else kconfig.quorum_voters(addresses)
         self.cluster_id = kconfig.new_cluster_id()
         for addr in addresses:
             home = self.workdir / f"node-{addr.node_id}"
@@ -157,8 +150,7 @@ class ProcessCluster(AdminCluster):
             data.mkdir(parents=True, exist_ok=True)
             props = kconfig.server_properties(addr, voters, str(data), n,
                                               self.spec.broker_config, tuned=self.tuned)
-            if self.links is not None:
-                props = self.links.node_properties(addr.node_id, props)
+            props = linkproxy.routed(self.links, addr.node_id, props)
             (home / "server.properties").write_text(kconfig.render_properties(props))
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
                                     log_dir=data, log_file=home / "server.log"))

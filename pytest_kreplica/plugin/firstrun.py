@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import once
-from ..cluster import distribution, docker_image, linkproxy, prepared
+from ..cluster import distribution, docker_image, prepared
 from ..cluster.base import LINK_FAILURES
 from ..errors import KreplicaError
 from ..validation import spark
@@ -77,6 +77,8 @@ def prepare(needs: Iterable[Need]) -> float:
     try:
         for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
             if LINKS in parts:
+                from ..cluster import linkproxy  # pulls in psutil: the plugin stays light
+
                 try:
                     linkproxy.ensure_toxiproxy()
                 except Exception as exc:  # the link-fault cases report it themselves
