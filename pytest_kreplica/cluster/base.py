@@ -9,6 +9,7 @@ log lines.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,10 @@ class NodeState(enum.Enum):
     STOPPED = "stopped"  # exited after terminate / kill / stop
 
 
+# failure values whose cases need a cluster with ``links`` (faults/links.py defines them)
+LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """What makes two clusters interchangeable: cases with equal specs share one cluster."""
@@ -34,12 +39,13 @@ class ClusterSpec:
     # tells apart clusters a case needs several of (mirrored runs: "source" / "target");
     # "" for the single cluster of an ordinary case
     role: str = ""
+    # the nodes' inter-broker and controller links pass a fault proxy (link faults)
+    links: bool = False
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)
         merged.update({k.replace("_", "."): str(v) for k, v in settings.items()})
-        return ClusterSpec(self.brokers, self.kafka_version, tuple(sorted(merged.items())),
-                           self.backend, self.role)
+        return dataclasses.replace(self, broker_config=tuple(sorted(merged.items())))
 
 
 @dataclass
@@ -163,8 +169,9 @@ class Cluster(abc.ABC):
         return self.partition_state(topic, partition).isr
 
     @abc.abstractmethod
-    def active_controller(self) -> int:
-        """The KRaft quorum leader (DescribeQuorum), not DescribeCluster's random broker."""
+    def active_controller(self, timeout: float = 30.0) -> int:
+        """The KRaft quorum leader (DescribeQuorum), not DescribeCluster's random broker;
+        ``timeout`` bounds the retries while the quorum moves."""
 
     @abc.abstractmethod
     def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),

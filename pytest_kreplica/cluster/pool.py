@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
-from .base import Cluster, ClusterSpec
+from .base import LINK_FAILURES, Cluster, ClusterSpec
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -31,7 +31,8 @@ def cluster_spec(case: Case) -> ClusterSpec:
     """The cluster a case needs. Topic-level settings (partitions, replication factor,
     segments, min ISR, unclean election) are per topic, so they do not split clusters."""
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
-                       backend=case.backend)
+                       backend=case.backend,
+                       links=getattr(case, "failure", None) in LINK_FAILURES)
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -39,7 +40,8 @@ def spec_key(spec: ClusterSpec) -> str:
     version = spec.kafka_version or "default"
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
-    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}"
+    links = "-links" if getattr(spec, "links", False) else ""
+    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}"
 
 
 class ClusterPool:

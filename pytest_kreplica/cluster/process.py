@@ -26,7 +26,7 @@ import psutil
 from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
-from . import distribution, prepared, reaper
+from . import distribution, linkproxy, prepared, reaper
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
@@ -70,6 +70,7 @@ class ProcessCluster(AdminCluster):
         self._admin_key: str | None = None
         self._lock = threading.RLock()
         self.timings: dict[str, float] = {}
+        self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -140,7 +141,8 @@ class ProcessCluster(AdminCluster):
         self._ports = kports.claim_ports(2 * n, HOST)
         addresses = [kconfig.NodeAddress(i + 1, HOST, self._ports[2 * i], self._ports[2 * i + 1])
                      for i in range(n)]
-        voters = kconfig.quorum_voters(addresses)
+        self.links = linkproxy.start_for(self.workdir, HOST, addresses) if self.spec.links else None
+        voters = self.links.voters() if self.links else kconfig.quorum_voters(addresses)
         self.cluster_id = kconfig.new_cluster_id()
         for addr in addresses:
             home = self.workdir / f"node-{addr.node_id}"
@@ -148,6 +150,7 @@ class ProcessCluster(AdminCluster):
             data.mkdir(parents=True, exist_ok=True)
             props = kconfig.server_properties(addr, voters, str(data), n,
                                               self.spec.broker_config, tuned=self.tuned)
+            props = linkproxy.routed(self.links, addr.node_id, props)
             (home / "server.properties").write_text(kconfig.render_properties(props))
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
                                     log_dir=data, log_file=home / "server.log"))
@@ -352,6 +355,8 @@ class ProcessCluster(AdminCluster):
             self._signal_group(proc, signal.SIGKILL)
         for node_id in self._procs:
             self._states[node_id] = NodeState.STOPPED
+        if self.links is not None:
+            self.links.close()
         if not self.detached:
             kports.release_ports(self._ports)
             self._ports = []

@@ -38,12 +38,15 @@ class Failure:
     moves_leadership: bool  # False: the victim may keep leading (a short pause)
     leader_gone: str  # one of LEADER_GONE
     random: bool  # whether failure ``random`` may draw it
-    strike: Callable[[Cluster, int], None]
-    restore: Callable[[Cluster, int, float], None]  # (cluster, node, timeout)
+    # strike and restore may return what they measured (text for the strike's event and
+    # the recovery's): a fault verified to act says how it acted
+    strike: Callable[[Cluster, int], str | None]
+    restore: Callable[[Cluster, int, float], str | None]  # (cluster, node, timeout)
     # a component (e.g. MirrorMaker 2) has terminate / kill / pause / resume / start;
     # None: the failure cannot hit a component
     strike_component: Callable[[Any], None] | None = None
     restore_component: Callable[[Any], None] | None = None
+    watch_isr: bool = False  # the victim runs on: record ISR and leader changes (isrwatch)
 
     def runs_on(self, backend: str) -> bool:
         return self.backends is None or backend in self.backends

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ClusterError, InputError
 from ..waits import wait_for
 from .failure import Failure
+from .isrwatch import watch_fault
 from .plan import NO_OTHER_REPLICA, FaultPlan, FaultRecord, FaultSpec
 from .registry import COMPONENT_TARGETS, FAILURES, TARGETS
 
@@ -130,7 +131,7 @@ class Nemesis:
         topic, partition = self.partitions[int(spec.pick * len(self.partitions))]
         rec = FaultRecord(spec.index, spec.failure, spec.target, topic, partition)
         self.records.append(rec)
-        struck = False
+        struck, watch = False, None
         try:
             state = self._wait_for_leader(topic, partition, set())
             rec.leader_before = state.leader
@@ -139,6 +140,7 @@ class Nemesis:
             rec.node = self._choose_victim(spec, state)
             rec.led_before = self._led_by(rec.node)
             struck = True
+            watch = watch_fault(self.cluster, self.writer, FAILURES[spec.failure], rec)
             self._strike(spec, rec)
             if rec.node == rec.leader_before:
                 self._measure_election(spec, rec)
@@ -152,6 +154,8 @@ class Nemesis:
         finally:
             if struck:
                 self._restore(spec, rec)
+            if watch is not None:
+                watch.finish(rec)
         return rec
 
     @staticmethod
@@ -249,15 +253,18 @@ class Nemesis:
 
     def _strike(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]
-        rec.strike_ns = _now()
-        self.writer.event(failure.event, node=str(rec.node), role=spec.target,
-                          time_ns=rec.strike_ns,
-                          detail=(f"fault #{spec.index}: {spec.failure} failure of the "
-                                  f"{spec.target} (node {rec.node}); {rec.topic}-"
-                                  f"{rec.partition} leader {rec.leader_before} isr "
-                                  f"{rec.isr_before}"))
+        rec.strike_ns, measured = _now(), None
         self.progress(f"fault #{spec.index}: {failure.event} node {rec.node} ({spec.target})")
-        failure.strike(self.cluster, rec.node)
+        try:  # the event follows the strike (at its time) to carry what it measured
+            measured = failure.strike(self.cluster, rec.node)
+        finally:
+            self.writer.event(failure.event, node=str(rec.node), role=spec.target,
+                              time_ns=rec.strike_ns,
+                              detail=(f"fault #{spec.index}: {spec.failure} failure of the "
+                                      f"{spec.target} (node {rec.node}); {rec.topic}-"
+                                      f"{rec.partition} leader {rec.leader_before} isr "
+                                      f"{rec.isr_before}"
+                                      + (f"; measured: {measured}" if measured else "")))
         with contextlib.suppress(Exception):  # informative only
             rec.state_after_strike = self.cluster.node_state(rec.node).value
 
@@ -306,7 +313,8 @@ class Nemesis:
         seen: list[int | None] = [None]
 
         def other_controller() -> str | None:
-            seen[0] = self.cluster.active_controller()
+            # each look bounded too: a controller cut one way leaves DescribeQuorum unanswered
+            seen[0] = self.cluster.active_controller(timeout=max(min(timeout, 5.0), 0.5))
             if seen[0] is None or seen[0] == rec.node:
                 return f"active controller {seen[0]}"
             return None
@@ -333,13 +341,14 @@ class Nemesis:
             self.writer.event(failure.restore_event, node=str(rec.node), role=spec.target,
                               time_ns=rec.restore_ns,
                               detail=f"fault #{spec.index}: restore node {rec.node}")
-            failure.restore(self.cluster, rec.node, self.recovery_timeout)
+            healed = failure.restore(self.cluster, rec.node, self.recovery_timeout)
             self.cluster.wait_healthy(self.topics, timeout=self.recovery_timeout)
             rec.recovered_ns = _now()
             self.writer.event("recovered", node=str(rec.node), role=spec.target,
                               time_ns=rec.recovered_ns,
                               detail=(f"fault #{spec.index}: every replica in sync "
-                                      f"{rec.recovery_s:.2f} s after the restore"))
+                                      f"{rec.recovery_s:.2f} s after the restore"
+                                      + (f"; healed: {healed}" if healed else "")))
             self.progress(f"fault #{spec.index}: recovered in {rec.recovery_s:.1f} s")
         except Exception as exc:
             rec.error = _join(rec.error, f"restore of node {rec.node} failed: "

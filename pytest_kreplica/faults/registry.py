@@ -5,7 +5,7 @@ none keeps a copy. To add a failure type: a module beside ``hard.py`` defining
 
 from __future__ import annotations
 
-from . import clean, hard, partition, soft
+from . import clean, hard, links, partition, soft
 from .failure import Failure
 
 FAILURES: dict[str, Failure] = {f.name: f for f in (
@@ -13,6 +13,10 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     hard.FAILURE,
     soft.FAILURE,
     partition.FAILURE,
+    links.SLOW_LINK,
+    links.LOSSY_LINK,
+    links.FLAKY_LINK,
+    links.ONE_WAY_PARTITION,
 )}
 
 NONE = "none"  # the matrix value for a case without a nemesis

@@ -26,6 +26,7 @@ import pytest
 
 from .. import once
 from ..cluster import distribution, docker_image, prepared
+from ..cluster.base import LINK_FAILURES
 from ..errors import KreplicaError
 from ..validation import spark
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 
 NEEDS_KEY = "kreplica_needs_file"
+LINKS = "links"
 
 Need = tuple[str | None, str, tuple[str, ...]]  # Kafka version (None: default), backend, parts
 
@@ -45,6 +47,8 @@ def case_needs(case: Case) -> set[Need]:
         parts.append("mirror")
     if case.scenario == "upgrade" or case.compat == "upgrade":
         parts.append("tools")
+    if getattr(case, "failure", None) in LINK_FAILURES:
+        parts.append(LINKS)  # the fault proxy (Toxiproxy), not a Kafka component
     versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
     return {(v, case.backend, tuple(parts)) for v in versions}
 
@@ -72,8 +76,15 @@ def prepare(needs: Iterable[Need]) -> float:
         merged.setdefault((version, backend), set()).update(parts)
     try:
         for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
+            if LINKS in parts:
+                from ..cluster import linkproxy  # pulls in psutil: the plugin stays light
+
+                try:
+                    linkproxy.ensure_toxiproxy()
+                except Exception as exc:  # the link-fault cases report it themselves
+                    once.say(f"kreplica: preparing the link fault proxy failed: {exc}")
             try:
-                dist = distribution.resolve(version, tuple(sorted(parts)))
+                dist = distribution.resolve(version, tuple(sorted(parts - {LINKS})))
                 if backend == "docker":
                     docker_image.ensure_image(dist.version)
                 else:

@@ -120,6 +120,10 @@ def timeline_svg(data: RunData) -> str:
             ax.plot(t, row[r] + (0.18 if controller else 0), zorder=3, ms=7,
                     marker="s" if controller else "D",
                     color="#17becf" if controller else "#2ca02c")
+        elif e.get("kind") == "isr" and r in row:  # a watched ISR changed (link faults)
+            size = (e.get("detail") or "").rpartition("-> [")[2].split("]")[0].count(",") + 1
+            ax.plot(t, row[r] - 0.2, zorder=3, ms=5, marker="|", color="#d62728")
+            ax.annotate(f"isr {size}", (t, row[r] - 0.42), fontsize=6, color="#d62728")
         elif e.get("kind") == "start" and r == MIRROR_ROW and not any(
                 s["node"] == r and s["restore"] == t for s in spans):
             ax.plot(t, row[r], zorder=3, ms=7, marker="^", color="#2ca02c")

@@ -54,9 +54,12 @@ def record_id(value: bytes | None) -> str:
     return (value or b"").split(b" ", 1)[0].decode("utf-8", "replace")
 
 
-def classify(error: BaseException, before_send: bool = False) -> str:
-    """``fail`` when the record was definitely not written, else ``info``."""
-    if before_send or type(error).__name__ in _DEFINITE_FAILURES:
+def classify(error: BaseException, before_send: bool = False, retried: bool = False) -> str:
+    """``fail`` when the record was definitely not written, else ``info``. A producer that
+    retries reports only its last attempt's error: an earlier attempt may have been
+    appended (seen under a slowed leader: NOT_LEADER, then NotEnoughReplicas, and the
+    record at its offset), so with ``retried`` a broker's answer proves nothing."""
+    if before_send or (not retried and type(error).__name__ in _DEFINITE_FAILURES):
         return "fail"
     return "info"
 
@@ -131,7 +134,8 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
             status, text = "info", "acks=0: no acknowledgement"
             offset = None
         else:
-            status, text = classify(error), f"{type(error).__name__}: {error}"
+            status = classify(error, retried=producer.config.get("retries", 0) > 0)
+            text = f"{type(error).__name__}: {error}"
             offset = None
         writer.send(process, topic, partition, message_id, offset, status, invoke, now_ns(),
                     text)

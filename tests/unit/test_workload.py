@@ -23,3 +23,11 @@ def test_only_definite_failures_are_fail():
     assert classify(errors.KafkaTimeoutError()) == "info"
     assert classify(errors.RequestTimedOutError()) == "info"
     assert classify(errors.KafkaConnectionError()) == "info"
+
+
+def test_a_retried_send_is_never_a_definite_failure():
+    """The last attempt's NotEnoughReplicas says nothing of an earlier attempt that may
+    have been appended (a slow_link case read such a record at its offset)."""
+    assert classify(errors.NotEnoughReplicasError(), retried=True) == "info"
+    assert classify(errors.InvalidTopicError(), retried=True) == "info"
+    assert classify(RuntimeError("buffer full"), before_send=True, retried=True) == "fail"
