@@ -17,12 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..history import RunWriter, now_ns
-
-if TYPE_CHECKING:
-    from ..matrix import Case
+from ..matrix import Case
 
 PRODUCER_PROCESS = 0
 CONSUMER_PROCESS = 1
