@@ -188,7 +188,8 @@ def kreplica_cluster_factory(pytestconfig: pytest.Config
     if declared is None:
         return create_cluster
 
-    def external_cluster(spec: ClusterSpec, workdir: Path) -> Cluster:        return ExternalCluster(spec, workdir, config=declared)
+    def external_cluster(spec: ClusterSpec, workdir: Path) -> Cluster:
+        return ExternalCluster(spec, workdir, config=declared)
     return external_cluster
 
 

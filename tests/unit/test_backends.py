@@ -54,5 +54,6 @@ def test_a_third_party_backend_is_found_through_its_entry_point(third_party, tmp
 
 
 def test_unknown_backend_names_the_allowed_values(tmp_path):
-    with pytest.raises(InputError, match=r"backend 'k9s' is unknown; allowed: process, docker, external$"):
+    with pytest.raises(InputError,
+                       match=r"backend 'k9s' is unknown; allowed: process, docker, external$"):
         create_cluster(ClusterSpec(brokers=3, backend="k9s"), tmp_path)
