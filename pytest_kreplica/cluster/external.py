@@ -129,18 +129,18 @@ class ExternalCluster(AdminCluster):
             raise InputError(f"{self.config.path}: faults.{fault} is not declared; declared: "
                              f"{', '.join(self.config.faults) or 'none'}")
         template = getattr(commands, part)
-        command = template.format_map(self._placeholders(node_id))
-        result = self._shell(node_id, command, f"faults.{fault}.{part}")
-        return result
+        # a restore after a kill has no pid to look up: ask only a command that uses it
+        command = template.format_map(self._placeholders(node_id, "{pid}" in template))
+        return self._shell(node_id, command, f"faults.{fault}.{part}")
 
-    def _placeholders(self, node_id: int) -> dict[str, Any]:
+    def _placeholders(self, node_id: int, want_pid: bool = True) -> dict[str, Any]:
         node = self.node(node_id)
         declared = next(n for n in self.config.nodes if n.node_id == node_id)
         pid: Any = node.pid
-        if declared.pid_command:
+        if declared.pid_command and want_pid:
             out = self._shell(node_id, declared.pid_command.format(
                 node=node_id, pid="", container=declared.container or "", host=node.host,
-                port=node.port), f"nodes[{node_id}].pid_command").strip()
+                port=node.port), f"pid_command of node {node_id}").strip()
             if not out.split() or not out.split()[0].isdigit():
                 raise NodeError(f"{self.config.path}: pid_command of node {node_id} printed "
                                 f"{out!r} (expected a pid)", node_id, str(self.faults_log))

@@ -174,3 +174,14 @@ def test_an_undeclared_fault_names_the_file_and_what_is_declared(tmp_path):
     c = cluster(tmp_path, 1, "true")
     with pytest.raises(InputError, match=r"faults.kill is not declared; declared: pause"):
         c.kill(1)
+
+
+def test_the_pid_is_looked_up_only_for_a_command_that_uses_it(tmp_path):
+    """After a kill the node has no pid: its restart must not ask ``pid_command``."""
+    text = ("nodes: [{id: 1, host: 127.0.0.1, port: 1, pid_command: 'exit 1'}]\n"
+            "faults: {kill: {strike: 'kill -KILL {pid}', restore: 'echo start {node}'}}\n")
+    c = ExternalCluster(ClusterSpec(brokers=1, backend="external"), tmp_path / "wd",
+                        config=write(tmp_path, text))
+    assert "start 1" in c._run(1, "kill", "restore")
+    with pytest.raises(NodeError, match="pid_command of node 1 failed"):
+        c._run(1, "kill", "strike")
