@@ -140,7 +140,7 @@ class ExternalCluster(AdminCluster):
         if declared.pid_command and want_pid:
             out = self._shell(node_id, declared.pid_command.format(
                 node=node_id, pid="", container=declared.container or "", host=node.host,
-                port=node.port), f"pid_command of node {node_id}").strip()
+                port=node.port), f"nodes[id={node_id}].pid_command").strip()
             if not out.split() or not out.split()[0].isdigit():
                 raise NodeError(f"{self.config.path}: pid_command of node {node_id} printed "
                                 f"{out!r} (expected a pid)", node_id, str(self.faults_log))
