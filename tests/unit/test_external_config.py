@@ -186,3 +186,21 @@ def test_the_pid_is_looked_up_only_for_a_command_that_uses_it(tmp_path):
     with pytest.raises(NodeError, match=r"nodes\[id=1\].pid_command for node 1 failed "
                                         r"\(expected exit 0, got 1\)"):
         c.kill(1)
+
+
+def test_cases_the_cluster_cannot_run_are_deselected_with_one_line(pytester, tmp_path):
+    path = write(tmp_path, GOOD)  # 2 nodes; offers hard and soft, no controller
+    pytester.makefile(".yaml", m="scenario: replication\ndimensions:\n"
+                                 "  failure: [hard, clean]\n  target: [leader, controller]\n"
+                                 "  brokers: [2, 3]\n  replication_factor: [2]\n"
+                                 "  min_insync_replicas: [1]\n")
+    pytester.makepyfile("import pytest\n\n@pytest.mark.kreplica_scenario('replication')\n"
+                        "def test_r(kreplica_case):\n    pass\n")
+    result = pytester.runpytest_subprocess(f"--kreplica-cluster={path}", "--kreplica-matrix",
+                                           str(pytester.path / "m.yaml"), "--collect-only",
+                                           "-q", "-p", "no:xdist")
+    result.stdout.fnmatch_lines([
+        "*deselected 2 case(s): target controller needs capabilities.controller: true*",
+        "*deselected 4 case(s): failure clean is not offered by*",
+        "*deselected 1 case(s): needs 3 brokers;*declares 2 nodes*",
+        "*test_r?m-b2-hard-leader?", "*1/8 tests collected (7 deselected)*"])
