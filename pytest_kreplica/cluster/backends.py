@@ -20,6 +20,7 @@ ENTRY_POINT_GROUP = "kreplica.backends"
 BACKENDS: dict[str, str] = {
     "process": "pytest_kreplica.cluster.process:ProcessCluster",
     "docker": "pytest_kreplica.cluster.docker:DockerCluster",
+    "external": "pytest_kreplica.cluster.external:ExternalCluster",
 }
 
 

@@ -24,13 +24,14 @@ from typing import Any
 import pytest
 
 from ..cluster import Cluster, ClusterSpec, create_cluster, reap_orphans
+from ..cluster.external import ExternalCluster
 from ..cluster.pool import ClusterPool, cluster_spec, spec_key
 from ..errors import MatrixError
 from ..logmodel import pytest_plugin as log_model
 from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
-from . import failures, hookspecs
+from . import external, failures, hookspecs
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
 from .options import KreplicaOptions, add_options, resolve
@@ -38,6 +39,7 @@ from .summary import RESULT_PROPERTY, SummaryCollector, encode
 
 _OPTIONS = pytest.StashKey[KreplicaOptions]()
 _MATRICES = pytest.StashKey["list[Matrix] | MatrixError"]()
+_EXTERNAL = pytest.StashKey["external.ExternalConfig | None"]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -47,11 +49,17 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
     failures.add_options(parser)
+    external.add_options(parser)
     log_model.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_OPTIONS] = resolve(config)
+    config.addinivalue_line("markers", external.MARKER)
+    cluster_file = external.load_cluster(config)
+    config.stash[_EXTERNAL] = cluster_file
+    if cluster_file is not None:  # cases it cannot run are deselected, each reason said once
+        config.pluginmanager.register(external.ExternalPlugin(cluster_file), "kreplica-external")
     config.addinivalue_line(
         "markers", "kreplica_scenario(name): parametrize this test (which must use the "
                    "kreplica_case fixture) with every selected matrix case of scenario NAME")
@@ -172,9 +180,17 @@ def kreplica_output(kreplica_options: KreplicaOptions,
 
 
 @pytest.fixture(scope="session")
-def kreplica_cluster_factory() -> Callable[[ClusterSpec, Path], Cluster]:
-    """``(ClusterSpec, workdir) -> Cluster``; override it to plug in another backend."""
-    return create_cluster
+def kreplica_cluster_factory(pytestconfig: pytest.Config
+                             ) -> Callable[[ClusterSpec, Path], Cluster]:
+    """``(ClusterSpec, workdir) -> Cluster``; override it to plug in another backend. With
+    ``--kreplica-cluster FILE`` the external backend gets that file's cluster."""
+    declared = pytestconfig.stash.get(_EXTERNAL, None)
+    if declared is None:
+        return create_cluster
+
+    def external_cluster(spec: ClusterSpec, workdir: Path) -> Cluster:
+        return ExternalCluster(spec, workdir, config=declared)
+    return external_cluster
 
 
 @pytest.fixture(scope="session")

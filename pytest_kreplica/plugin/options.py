@@ -93,8 +93,12 @@ def resolve(config: pytest.Config) -> KreplicaOptions:
     version = _pick(config.getoption("kreplica_kafka_version"),
                     config.getini("kreplica_kafka_version"), env.get("KREPLICA_KAFKA_VERSION"))
     version = _dimension_value("kafka_version", "--kreplica-kafka-version", version)
+    external = config.getoption("kreplica_cluster", None) or env.get("KREPLICA_CLUSTER")
     backend = _pick(config.getoption("kreplica_backend"), config.getini("kreplica_backend"),
-                    env.get("KREPLICA_BACKEND"), "process")
+                    env.get("KREPLICA_BACKEND"), "external" if external else "process")
+    if external and backend != "external":
+        raise pytest.UsageError(f"--kreplica-cluster runs backend external; got backend "
+                                f"{backend!r} (drop --kreplica-backend / KREPLICA_BACKEND)")
     backend = _dimension_value("backend", "--kreplica-backend", backend)
     no_check = _pick(config.getoption("kreplica_no_replica_check"),
                      config.getini("kreplica_no_replica_check"),

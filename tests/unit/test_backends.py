@@ -41,18 +41,19 @@ def third_party(monkeypatch):
     monkeypatch.setattr(metadata, "entry_points", entry_points)
 
 
-def test_built_ins_are_process_and_docker():
-    assert list(BACKENDS) == ["process", "docker"]
+def test_built_ins_are_process_docker_and_external():
+    assert list(BACKENDS) == ["process", "docker", "external"]
     assert backend_class("process") is ProcessCluster
 
 
 def test_a_third_party_backend_is_found_through_its_entry_point(third_party, tmp_path):
-    assert backend_names() == ("process", "docker", "k8s")
+    assert backend_names() == ("process", "docker", "external", "k8s")
     cluster = create_cluster(ClusterSpec(brokers=3, backend="k8s"), tmp_path)
     assert isinstance(cluster, ThirdPartyCluster) and cluster.workdir == tmp_path
     assert backend_class("process") is ProcessCluster  # a plugin cannot replace a built-in
 
 
 def test_unknown_backend_names_the_allowed_values(tmp_path):
-    with pytest.raises(InputError, match=r"backend 'k9s' is unknown; allowed: process, docker$"):
+    with pytest.raises(InputError,
+                       match=r"backend 'k9s' is unknown; allowed: process, docker, external$"):
         create_cluster(ClusterSpec(brokers=3, backend="k9s"), tmp_path)
