@@ -175,10 +175,14 @@ def test_a_link_fault_off_the_process_backend_is_one_matrix_line(tmp_path):
     assert "needs backend process" in text and "allowed on docker" in text
 
 
+# no ci case while its open finding stands (docs/failures.md, "Known limit / open finding")
+WITHOUT_CI = {"one_way_partition"}
+
+
 def test_the_link_faults_matrix_has_a_ci_case_per_value():
     matrix = load_matrix(Path(__file__).parents[2] / "matrices" / "link-faults.yaml")
     ci = [c for c in matrix.cases if "ci" in c.markers]
-    assert sorted(c.failure for c in ci) == sorted(LINK_FAILURES)
+    assert sorted(c.failure for c in ci) == sorted(set(LINK_FAILURES) - WITHOUT_CI)
     assert {(c.acks, c.backend, c.target) for c in ci} == {(-1, "process", "leader")}
 
 
