@@ -23,7 +23,9 @@ from pytest_kreplica.logmodel.model import ModelMismatch
 from pytest_kreplica.logmodel.replay import load_replay
 from pytest_kreplica.logmodel.runner import replay_program, run_log_model
 
-pytestmark = pytest.mark.log_model
+# opt-in (``-m soak``): each search shrinks against a real cluster for minutes, and a
+# CI-sized random search did not always reach the planted fault (docs/log-model.md)
+pytestmark = [pytest.mark.log_model, pytest.mark.soak]
 
 HANDFUL = 5  # steps of a shrunk program, create_topic included
 
