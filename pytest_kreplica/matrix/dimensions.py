@@ -238,6 +238,8 @@ def static_markers() -> dict[str, str]:
     markers = {
         "kreplica": "a case expanded from a kreplica matrix",
         "ci": "cases small enough for CI",
+        "soak": "long runs (C.8 soaks, the log model's soak and teeth), selected only when "
+                "asked for (-m soak)",
         "kafka_3_x": "Kafka 3.x brokers", "kafka_4_x": "Kafka 4.x brokers",
         "kafka_3_9": "Kafka 3.9.x brokers",
     }
