@@ -9,8 +9,6 @@ command that exits 0 without hurting anything would let a case pass with no faul
 from __future__ import annotations
 
 import os
-import socket
-import struct
 import subprocess
 import threading
 import time
@@ -21,24 +19,11 @@ from ..errors import ClusterError, InputError, NodeError
 from . import external_config
 from .admin import AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
+from .probe import answers
 
 ENV = "KREPLICA_CLUSTER"
 PROBE_S = 2.0  # a node that sends nothing back to ApiVersions in this long is not answering
 OUTPUT_TAIL = 2000
-
-
-def answers(host: str, port: int, wait: float = PROBE_S) -> bool:
-    """Whether ``host:port`` answers an ApiVersions v0 request within ``wait`` seconds (a
-    SIGSTOPped broker still accepts connections: the kernel does, so only a reply counts)."""
-    client = b"kreplica-probe"
-    body = struct.pack(">hhih", 18, 0, 1, len(client)) + client
-    try:
-        with socket.create_connection((host, port), timeout=wait) as sock:
-            sock.settimeout(wait)
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            return len(sock.recv(4)) > 0
-    except OSError:
-        return False
 
 
 class ExternalCluster(AdminCluster):
@@ -170,7 +155,7 @@ class ExternalCluster(AdminCluster):
         node = self.node(node_id)
 
         def check() -> None:
-            if answers(node.host, node.port) != answering:
+            if answers(node.host, node.port, PROBE_S) != answering:
                 raise NotYet(f"node {node_id} at {node.address} "
                              f"{'does not answer' if answering else 'still answers'} ApiVersions")
         what = "answering again" if answering else "no longer answering"

@@ -10,46 +10,21 @@ no answer while the node's own port answers shows a black hole.
 
 from __future__ import annotations
 
-import socket
 import statistics
-import struct
 import time
 from dataclasses import dataclass
 
-API_VERSIONS = struct.pack(">hhih", 18, 0, 0, 8) + b"kreplica"  # key 18, v0, corr 0, client id
-FRAME = struct.pack(">i", len(API_VERSIONS)) + API_VERSIONS
-
-
-def _connect(host: str, port: int, timeout: float) -> socket.socket:
-    sock = socket.create_connection((host, port), timeout=timeout)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def _read_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionResetError("connection closed by the other end")
-        buf += chunk
-    return bytes(buf)
-
-
-def _read_frame(sock: socket.socket) -> int:
-    size = struct.unpack(">i", _read_exact(sock, 4))[0]
-    _read_exact(sock, size)
-    return size + 4
+from ..cluster.probe import FRAME, connect, read_frame
 
 
 def round_trip(host: str, port: int, timeout: float = 5.0) -> float | None:
     """Seconds from sending one ApiVersions request to its whole response on a fresh
     connection; None when no answer came within ``timeout``. A reset raises ``OSError``."""
-    with _connect(host, port, timeout) as sock:
+    with connect(host, port, timeout) as sock:
         started = time.monotonic()
         sock.sendall(FRAME)
         try:
-            _read_frame(sock)
+            read_frame(sock)
         except TimeoutError:
             return None
         return time.monotonic() - started
@@ -69,12 +44,12 @@ def median_round_trip(host: str, port: int, samples: int = 5,
 def throughput(host: str, port: int, requests: int = 300, timeout: float = 20.0) -> float:
     """Bytes per second of ``requests`` pipelined ApiVersions responses, from the first
     response byte to the last (so added latency does not count, a bandwidth cap does)."""
-    with _connect(host, port, timeout) as sock:
+    with connect(host, port, timeout) as sock:
         sock.sendall(FRAME * requests)
-        got = _read_frame(sock)
+        got = len(read_frame(sock)) + 4
         first = time.monotonic()
         for _ in range(requests - 1):
-            got += _read_frame(sock)
+            got += len(read_frame(sock)) + 4
         took = time.monotonic() - first
     return got / max(took, 1e-6)
 
@@ -98,11 +73,11 @@ def count_resets(host: str, port: int, connections: int = 20, hold_s: float = 0.
     answered = reset = silent = 0
     for _ in range(connections):
         try:
-            with _connect(host, port, timeout) as sock:
+            with connect(host, port, timeout) as sock:
                 deadline = time.monotonic() + hold_s
                 while True:
                     sock.sendall(FRAME)
-                    _read_frame(sock)
+                    read_frame(sock)
                     if time.monotonic() >= deadline:
                         break
                     time.sleep(0.05)

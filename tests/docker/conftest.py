@@ -7,13 +7,12 @@ Without an engine these tests skip with one line saying how to get one; in CI
 from __future__ import annotations
 
 import os
-import socket
-import struct
 import uuid
 
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, TopicSpec
+from pytest_kreplica.cluster.probe import answers
 from pytest_kreplica.errors import EnvironmentProblem
 
 
@@ -65,16 +64,7 @@ def topic(healthy) -> str:
 
 def kafka_answers(host: str, port: int, timeout: float = 3.0) -> bool:
     """True when a Kafka broker answers an ApiVersions (v0) request at host:port."""
-    client_id = b"kreplica-probe"
-    body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            header = sock.recv(8)
-    except OSError:
-        return False
-    return len(header) == 8 and struct.unpack(">ii", header)[1] == 7
+    return answers(host, port, timeout)
 
 
 def peer_connects(cluster, from_node: int, to_node: int) -> bool:

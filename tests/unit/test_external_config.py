@@ -11,8 +11,9 @@ import pytest
 
 from pytest_kreplica.cluster import ClusterSpec
 from pytest_kreplica.cluster.base import NodeState
-from pytest_kreplica.cluster.external import ExternalCluster, answers
+from pytest_kreplica.cluster.external import ExternalCluster
 from pytest_kreplica.cluster.external_config import load
+from pytest_kreplica.cluster.probe import answers
 from pytest_kreplica.errors import InputError, NodeError
 
 GOOD = """\
@@ -97,8 +98,9 @@ def test_bad_cluster_file_stops_pytest_with_one_line(pytester, tmp_path):
 
 
 class Broker:
-    """A socket that answers the first bytes of any request while ``up`` (stands for a
-    broker's ApiVersions reply; a paused broker accepts but never replies)."""
+    """A socket that answers any request with a minimal reply frame (size 4, correlation
+    id 0) while ``up`` (stands for a broker's ApiVersions reply; a paused broker accepts
+    but never replies)."""
 
     def __init__(self):
         self.sock = socket.socket()
@@ -116,7 +118,7 @@ class Broker:
                 return
             if self.up:
                 conn.recv(64)
-                conn.sendall(b"\x00\x00\x00\x04")
+                conn.sendall(b"\x00\x00\x00\x04" + b"\x00\x00\x00\x00")
             conn.close()
 
 
