@@ -1,10 +1,9 @@
 """The ``process`` backend: N combined broker+controller KRaft nodes as local JVMs.
 
 Every JVM is forked by one long-lived launcher thread with the parent-death signal set
-(``PR_SET_PDEATHSIG`` fires when the *forking thread* exits, so a short-lived thread would
-kill its children early), runs in its own process group, and carries an owner marker the
-reaper finds if all else failed. Roles and readiness come from the admin APIs
-(DescribeCluster, DescribeQuorum, Metadata, ListOffsets), polled with bounded waits.
+(``PR_SET_PDEATHSIG`` fires when the *forking thread* exits), runs in its own process
+group, and carries an owner marker the reaper finds if all else failed. Roles and readiness
+come from the admin APIs, polled with bounded waits.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import psutil
 from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
-from . import distribution, linkproxy, prepared, reaper
+from . import distribution, faketime, linkproxy, prepared, reaper
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
@@ -71,6 +70,7 @@ class ProcessCluster(AdminCluster):
         self._lock = threading.RLock()
         self.timings: dict[str, float] = {}
         self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
+        self.clocks: faketime.Clocks | None = None  # spec.clock: the preloaded clocks
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -155,6 +155,7 @@ class ProcessCluster(AdminCluster):
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
                                     log_dir=data, log_file=home / "server.log"))
             self._states[addr.node_id] = NodeState.STOPPED
+        self.clocks = faketime.for_cluster(self.spec, self._nodes)
 
     def _jvm_command(self, node: Node | None, main_class: str, *args: str) -> list[str]:
         assert self.dist is not None
@@ -165,9 +166,9 @@ class ProcessCluster(AdminCluster):
                                  archive=self.use_archive,
                                  extra_flags=[*marks, *self.extra_jvm_flags])
 
-    def _popen(self, cmd: list[str], log_path: Path) -> subprocess.Popen:
+    def _popen(self, cmd: list[str], log_path: Path, env: dict | None = None) -> subprocess.Popen:
         with open(log_path, "ab") as out:
-            return Launcher.get().popen(cmd, die_with_parent=not self.detached,
+            return Launcher.get().popen(cmd, die_with_parent=not self.detached, env=env,
                                          stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=str(log_path.parent))
 
@@ -214,12 +215,12 @@ class ProcessCluster(AdminCluster):
                                + "; ".join(failures))
 
     def _launch(self, node: Node) -> None:
-        home = node.log_file.parent
         with open(node.log_file, "ab") as out:
             out.write(f"\n=== kreplica: starting node {node.node_id} at "
                       f"{time.strftime('%H:%M:%S')} ===\n".encode())
-        cmd = self._jvm_command(node, "kafka.Kafka", str(home / "server.properties"))
-        proc = self._popen(cmd, node.log_file)
+        props = str(node.log_file.with_name("server.properties"))
+        proc = self._popen(self._jvm_command(node, "kafka.Kafka", props), node.log_file,
+                           self.clocks.env(node.node_id) if self.clocks else None)
         with self._lock:
             self._procs[node.node_id] = proc
             node.pid = proc.pid
@@ -324,10 +325,9 @@ class ProcessCluster(AdminCluster):
 
     # -- teardown ------------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> None:
-        """SIGTERM every node at once (one after another hangs the last one for minutes:
-        its controlled shutdown needs a quorum that is gone). Nodes still running
-        ``QUORUMLESS_GRACE_S`` after a majority has exited, or at ``timeout``, are SIGKILLed:
-        without a quorum their shutdown cannot finish."""
+        """SIGTERM every node at once (one after another hangs the last one: its controlled
+        shutdown needs a quorum that is gone). Nodes still running ``QUORUMLESS_GRACE_S``
+        after a majority has exited, or at ``timeout``, are SIGKILLed."""
         self._invalidate_admin()
         procs = [p for p in self._procs.values() if p.poll() is None]
         for proc in procs:
@@ -355,8 +355,8 @@ class ProcessCluster(AdminCluster):
             self._signal_group(proc, signal.SIGKILL)
         for node_id in self._procs:
             self._states[node_id] = NodeState.STOPPED
-        if self.links is not None:
-            self.links.close()
+        for helper in filter(None, (self.links, self.clocks)):  # the fault proxy, the clocks
+            helper.close()
         if not self.detached:
             kports.release_ports(self._ports)
             self._ports = []
