@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .base import ClusterSpec, Node
 
 VERSION = "0.9.10-2.1"  # Debian bookworm's
-POOL_URL = ("https://deb.debian.org/debian/pool/main/libf/libfaketime/"
+POOL_URL = ("https://deb.debian.org/debian/pool/main/f/faketime/"
             f"libfaketime_{VERSION}_amd64.deb")
 POOL_SHA256 = "b09481e7690680966005330c3f907bba4b5eefc35e1faaea4783cc55655d1150"
 LIBRARY = "libfaketime.so.1"

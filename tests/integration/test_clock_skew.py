@@ -184,3 +184,20 @@ def test_no_preloaded_jvm_outlives_a_sigkilled_session(tmp_path):
         assert not sorted(faketime.SHM_DIR.glob(f"*faketime_*_{pid}"))
     finally:
         child.kill()
+
+
+@pytest.mark.parametrize("apt", [True, False], ids=["apt-get-download", "pinned-pool-package"])
+def test_the_library_is_fetched_and_unpacked_without_root_changes(tmp_path, monkeypatch, apt):
+    """The fresh-machine path, both ways: ``apt-get download`` (Debian's package lists), and
+    without apt the pinned package from Debian's pool checked by sha256; either way
+    ``dpkg-deb -x`` leaves the shared object, nothing is installed."""
+    if apt:
+        assert faketime.shutil.which("apt-get"), "a Debian machine has apt-get"
+    else:
+        which = faketime.shutil.which
+        monkeypatch.setattr(faketime.shutil, "which",
+                            lambda name: None if name == "apt-get" else which(name))
+    target = tmp_path / "lib" / faketime.LIBRARY
+    faketime._fetch_and_unpack(target)
+    assert target.read_bytes()[:4] == b"\x7fELF"
+    assert [p.name for p in target.parent.iterdir()] == [faketime.LIBRARY]  # temp dir gone
