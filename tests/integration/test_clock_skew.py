@@ -25,6 +25,7 @@ import pytest
 from pytest_kreplica.cluster import faketime
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.errors import InputError
 from pytest_kreplica.faults import clock
 from pytest_kreplica.faults.clockprobe import ClockProbe
 from pytest_kreplica.waits import wait_for
@@ -62,7 +63,7 @@ def test_every_node_starts_preloaded_at_offset_zero(cluster):
 
 def test_a_cluster_without_the_preload_refuses_clock_faults(tmp_path):
     bare = ProcessCluster(ClusterSpec(brokers=1), tmp_path)  # not started: no JVM needed
-    with pytest.raises(Exception, match="libfaketime"):
+    with pytest.raises(InputError, match="libfaketime"):
         clock.strike(bare, 1, "clock_skew")
 
 
@@ -157,6 +158,7 @@ def test_no_preloaded_jvm_outlives_a_sigkilled_session(tmp_path):
         import time
         from pytest_kreplica.cluster.base import ClusterSpec
         from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.errors import InputError
         c = ProcessCluster(ClusterSpec(brokers=1, clock=True), {str(tmp_path)!r})
         c.start(timeout=120)
         print(c.nodes[0].pid, flush=True)
