@@ -115,7 +115,7 @@ def _quote(line: str) -> str:
     return repr(re.sub(r"^\[[^]]*\] ", "", line.strip())[:200])
 
 
-def _verify_offline(cluster: Any, node: int, offset: int, failure: str) -> str:
+def offline_evidence(cluster: Any, node: int, offset: int, failure: str) -> str:
     """Wait for the node's log to say the dir went offline; returns the failed write's line
     and the offline lines it wrote."""
     seen: list[list[str]] = [[]]
@@ -169,7 +169,7 @@ def strike_full(cluster: Any, node: int) -> str:
         raise ClusterError(f"disk_full did not fill node {node}'s filesystem: {_mib(after)} "
                            f"still free after a filler of {_mib(held)} (expected at most "
                            f"{_mib(FULL_SLACK_BYTES)}); mount {disk.mountpoint}")
-    said = _verify_offline(cluster, node, offset, "disk_full")
+    said = offline_evidence(cluster, node, offset, "disk_full")
     moved = _verify_moved(cluster, node, led)
     return (f"free {_mib(before)} -> {_mib(after)} (filler {_mib(held)}); {said}; "
             f"{moved}; {_node_state(cluster, node)}")
@@ -225,7 +225,7 @@ def strike_readonly(cluster: Any, node: int) -> str:
                            f"mount options {after!r}, a new file was "
                            f"{'refused: ' + refused if refused else 'written'} (expected ro "
                            f"and EROFS); {trigger}")
-    said = _verify_offline(cluster, node, offset, "disk_readonly")
+    said = offline_evidence(cluster, node, offset, "disk_readonly")
     moved = _verify_moved(cluster, node, led)
     return (f"mount {before!r} -> {after!r}, a new file refused with {refused}; {said}; "
             f"{moved}; {_node_state(cluster, node)}")
