@@ -37,9 +37,11 @@ OFFLINE_TIMEOUT_S = 30.0  # Kafka writes every 0.5 s at least (KRaft no-op recor
 LEADERSHIP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 # the node's own words: the write that failed, then the log dir taken offline (ReplicaManager)
-# and, as it was the node's only one, the broker's shutdown (LogManager)
+# and, as it was the node's only one, the broker's shutdown (LogManager); or, when the KRaft
+# metadata log's write failed first, the raft IO thread's fatal fault, which halts the node
 FAILED_WRITE = re.compile(r"LogDirFailureChannel|No space left on device|Read-only file system")
-OFFLINE = re.compile(r"Stopping serving (replicas|logs) in dir|Shutdown broker because")
+OFFLINE = re.compile(r"Stopping serving (replicas|logs) in dir|Shutdown broker because|"
+                     r"Encountered fatal fault")
 
 
 def disk_of(cluster: Any, node: int, failure: str) -> SmallDisk:

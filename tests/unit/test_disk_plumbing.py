@@ -108,6 +108,9 @@ STOP = ("[2026-11-23 20:37:09,436] WARN [ReplicaManager broker=3] Stopping servi
         "(kafka.server.ReplicaManager)")
 HALT = ("[2026-11-23 20:37:09,468] ERROR Shutdown broker because all log dirs in "
         "/x/node-3/data have failed (kafka.log.LogManager)")
+# ... and in a disk_readonly run whose first failed write was the KRaft metadata log's
+RAFT = ("[2026-11-23 21:05:34,942] ERROR Encountered fatal fault: Unexpected error in raft IO "
+        "thread (org.apache.kafka.server.fault.ProcessTerminatingFaultHandler)")
 
 
 def test_the_strike_waits_for_the_offline_lines_not_the_failed_write(tmp_path):
@@ -115,7 +118,7 @@ def test_the_strike_waits_for_the_offline_lines_not_the_failed_write(tmp_path):
     log.write_text("INFO started\n" + WRITE + "\n")
     cluster = SimpleNamespace(node=lambda n: SimpleNamespace(log_file=log))
     assert disk.FAILED_WRITE.search(WRITE) and not disk.OFFLINE.search(WRITE)
-    assert disk.OFFLINE.search(STOP) and disk.OFFLINE.search(HALT)
+    assert all(disk.OFFLINE.search(x) for x in (STOP, HALT, RAFT))
     log.write_text("INFO started\n" + WRITE + "\n" + STOP + "\n" + HALT + "\n")
     said = disk.offline_evidence(cluster, 3, len("INFO started\n"), "disk_full")
     assert said.startswith("node 3 log: 'ERROR Error while appending")
