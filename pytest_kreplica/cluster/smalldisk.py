@@ -63,10 +63,14 @@ def check_environment() -> None:
 def mounts() -> dict[Path, tuple[str, str, str]]:
     """Mount point -> (source, filesystem type, options) from the kernel's mount table."""
     found: dict[Path, tuple[str, str, str]] = {}
-    with open("/proc/self/mounts") as fh:
-        for line in fh:
-            source, point, fstype, options = line.split()[:4]
-            found[Path(point.replace("\\040", " "))] = (source, fstype, options)
+    try:
+        with open("/proc/self/mounts") as fh:
+            lines = fh.read().splitlines()
+    except OSError:  # not Linux: no loop mounts of ours can exist
+        return found
+    for line in lines:
+        source, point, fstype, options = line.split()[:4]
+        found[Path(point.replace("\\040", " "))] = (source, fstype, options)
     return found
 
 
