@@ -5,7 +5,7 @@ none keeps a copy. To add a failure type: a module beside ``hard.py`` defining
 
 from __future__ import annotations
 
-from . import clean, clock, hard, links, partition, soft
+from . import clean, clock, disk, hard, links, partition, soft
 from .failure import Failure
 
 FAILURES: dict[str, Failure] = {f.name: f for f in (
@@ -18,6 +18,8 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     links.FLAKY_LINK,
     links.ONE_WAY_PARTITION,
     *clock.CLOCK_FAILURES,
+    disk.DISK_FULL,
+    disk.DISK_READONLY,
 )}
 
 NONE = "none"  # the matrix value for a case without a nemesis
