@@ -148,7 +148,7 @@ def _failure(fault: ClockFault, colour: str, label: str) -> Failure:
 
 # the FAILURES registry's entries (faults/registry.py: one line)
 CLOCK_FAILURES = (
-    _failure(FORWARD, "#393b79", f"clock skew ({SKEW_S:+.0f} s)"),
+    _failure(FORWARD, "#6b6ecf", f"clock skew ({SKEW_S:+.0f} s)"),
     _failure(BACK, "#9c9ede", f"clock skew ({-SKEW_S:+.0f} s)"),
     _failure(STROBE, "#e7ba52", f"clock strobe (0 / {SKEW_S:+.0f} s)"),
 )
