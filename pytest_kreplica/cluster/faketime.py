@@ -38,15 +38,14 @@ import re
 import shutil
 import subprocess
 import tempfile
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import once
+from ..cache import cache_dir
 from ..errors import EnvironmentProblem
-from .distribution import cache_dir
 
 if TYPE_CHECKING:
     from .base import ClusterSpec, Node
@@ -103,6 +102,8 @@ def _apt_download(workdir: Path) -> Path | None:
 
 def _pool_download(workdir: Path) -> Path:
     """The pinned package from Debian's pool, checked against its sha256."""
+    import urllib.request  # lazy: 40 ms, and the plugin imports this module at start
+
     target = workdir / POOL_URL.rsplit("/", 1)[1]
     try:
         with urllib.request.urlopen(POOL_URL, timeout=FETCH_TIMEOUT_S) as resp:

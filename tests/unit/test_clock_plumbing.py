@@ -17,6 +17,7 @@ from pytest_kreplica.errors import EnvironmentProblem, InputError, MatrixError
 from pytest_kreplica.faults import clock
 from pytest_kreplica.faults.registry import FAILURES, RANDOM_FAILURES, failures_on
 from pytest_kreplica.matrix import load_matrix
+from pytest_kreplica.plugin import firstrun
 
 
 @pytest.fixture
@@ -84,7 +85,7 @@ def test_without_apt_the_pinned_pool_package_must_match_its_digest(monkeypatch, 
         def read(self):
             return b"not the package"
 
-    monkeypatch.setattr(faketime.urllib.request, "urlopen", lambda url, timeout: Answer())
+    monkeypatch.setattr("urllib.request.urlopen", lambda url, timeout: Answer())
     monkeypatch.setattr(faketime.shutil, "which", lambda name: None if name == "apt-get"
                         else f"/usr/bin/{name}")
     with pytest.raises(EnvironmentProblem) as err:
@@ -132,3 +133,18 @@ def test_the_clock_matrix_has_a_small_ci_case():
     assert sorted({c.failure for c in matrix.cases}) == sorted(CLOCK_FAILURES)
     ci = [c for c in matrix.cases if "ci" in c.markers]
     assert [(c.failure, c.acks, c.backend) for c in ci] == [("clock_skew", -1, "process")]
+
+
+def test_first_run_fetches_the_library_for_clock_fault_cases(monkeypatch):
+    fetched = []
+    monkeypatch.setattr(faketime, "ensure_library", lambda: fetched.append(1))
+    monkeypatch.setattr(firstrun, "_start_spark_archive", lambda: None)
+    monkeypatch.setattr("pytest_kreplica.cluster.distribution.resolve",
+                        lambda version, parts: (_ for _ in ()).throw(RuntimeError(parts)))
+    case = SimpleNamespace(brokers=3, kafka_version=None, backend="process",
+                           failure="clock_skew", scenario="replication", compat="mirror-pair",
+                           target_kafka_version=None)
+    needs = firstrun.case_needs(case)
+    assert needs == {(None, "process", ("broker", "clock"))}
+    firstrun.prepare(needs)  # resolve "fails" (stubbed): the library step ran before it
+    assert fetched == [1]
