@@ -1,0 +1,88 @@
+"""Membership faults (issue 16, part 5), the pure halves: which replicas ``reassign`` moves
+where, which replica ``preferred_election`` makes leader, and that the replica snapshot
+after a move compares the new replica set, never the stale copy left on the old node."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_kreplica.cluster.base import PartitionState, TopicSpec
+from pytest_kreplica.errors import ClusterError, InputError
+from pytest_kreplica.faults import FAILURES, failures_on
+from pytest_kreplica.faults.preferred import plan_leaders
+from pytest_kreplica.faults.reassign import plan_moves
+from pytest_kreplica.validation.replicas.layout import load_layout
+from pytest_kreplica.validation.replicas.snapshot import snapshot_replicas
+from pytest_kreplica.validation.replicas.synth import build_batch, message_values, write_partition
+
+
+def _state(p, leader, replicas, isr=None, topic="t"):
+    return PartitionState(topic, p, leader, 0, tuple(replicas), tuple(isr or replicas))
+
+
+def test_reassign_replaces_the_victim_by_a_spare_appended_last():
+    states = {("t", 0): _state(0, 1, (1, 2, 3)), ("t", 1): _state(1, 2, (2, 3, 4)),
+              ("t", 2): _state(2, 3, (3, 4, 1))}
+    assert plan_moves(states, 1, [1, 2, 3, 4, 5]) == {
+        ("t", 0): (2, 3, 4), ("t", 2): (3, 4, 2)}  # spares rotate: [4, 5] then [2, 5]
+    # the victim's place goes last: the new preferred leader was in sync before
+
+
+def test_reassign_needs_a_spare_broker():
+    states = {("t", 0): _state(0, 1, (1, 2, 3))}
+    with pytest.raises(InputError, match=r"allowed: brokers > replication_factor"):
+        plan_moves(states, 1, [1, 2, 3])
+    with pytest.raises(ClusterError, match="node 4 holds no replica"):
+        plan_moves(states, 4, [1, 2, 3, 4])
+
+
+def test_preferred_election_plans_away_from_a_leader_or_to_a_follower():
+    states = {("t", 0): _state(0, 1, (1, 2, 3), isr=(1, 3)),
+              ("t", 1): _state(1, 2, (2, 1, 3))}
+    assert plan_leaders(states, 1) == {("t", 0): 3}  # 2 is out of sync: the next one
+    assert plan_leaders(states, 3) == {("t", 0): 3, ("t", 1): 3}  # leads none: gains
+    with pytest.raises(ClusterError, match="no other in-sync replica"):
+        plan_leaders({("t", 0): _state(0, 1, (1, 2), isr=(1,))}, 1)
+
+
+def test_membership_faults_are_offered_only_on_clusters_the_suite_owns():
+    for name in ("reassign", "preferred_election"):
+        assert FAILURES[name].backends == ("process", "docker")
+        assert name in failures_on("process") and name not in failures_on("external")
+
+
+class Moved:
+    """A cluster at rest after t-0 moved from [1, 2, 3] to [2, 3, 4]; node 1 still holds
+    its old, shorter copy (Kafka deletes it asynchronously)."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def partition_state(self, topic, partition):
+        return _state(partition, 2, (2, 3, 4))
+
+    def log_end_offsets(self, topic, partition):
+        return {2: 3, 3: 3, 4: 3}
+
+    def high_watermark(self, topic, partition, timeout):
+        return 3
+
+    def log_dirs(self):
+        return {n: self.root / f"node{n}" for n in (1, 2, 3, 4)}
+
+
+def test_snapshot_after_a_move_compares_the_new_replicas(tmp_path):
+    batch = build_batch(0, message_values(["m0", "m1", "m2"]))
+    for node in (2, 3, 4):
+        write_partition(tmp_path / f"node{node}" / "t-0", [batch], per_segment=1)
+    write_partition(tmp_path / "node1" / "t-0", [build_batch(0, message_values(["x0"]))],
+                    per_segment=1)  # stale and different: would be divergent if compared
+    run = tmp_path / "run"
+    snapshot_replicas(Moved(tmp_path), [TopicSpec("t", 1)], run, timeout=2)
+    doc = json.loads((run / "replicas.json").read_text())
+    assert doc["partitions"][0]["replicas"] == [2, 3, 4] and sorted(doc["nodes"]) == \
+        ["2", "3", "4"], doc
+    assert not (run / "replicas" / "1").exists()
+    assert {f.node for f in load_layout(run).segment_files()} == {2, 3, 4}
