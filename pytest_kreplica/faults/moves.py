@@ -46,16 +46,18 @@ def admin_client(cluster: Cluster) -> Iterator[Any]:
             client.close()
 
 
-def topic_states(cluster: Cluster) -> dict[Part, PartitionState]:
-    """Every partition of the cluster's non-internal topics, from metadata."""
+def topic_states(cluster: Cluster, internal: bool = False) -> dict[Part, PartitionState]:
+    """Every partition of the cluster's non-internal topics (with ``internal``: of the
+    internal ones too, e.g. ``__consumer_offsets``), from metadata."""
     with admin_client(cluster) as admin:
-        names = sorted(t for t in admin.list_topics() if not t.startswith("__"))
+        names = sorted(t for t in admin.list_topics() if internal or not t.startswith("__"))
     if not names:
         raise ClusterError("no topic to move: the cluster has no non-internal topic")
     return cluster.partition_states(names)
 
 
 def running_brokers(cluster: Cluster) -> list[int]:
+    """The nodes running now: the only candidates for a new replica."""
     return sorted(n.node_id for n in cluster.nodes
                   if cluster.node_state(n.node_id) is NodeState.RUNNING)
 

@@ -50,31 +50,54 @@ def plan_moves(states: dict[moves.Part, PartitionState], node: int, brokers: lis
     return planned
 
 
-def _assignment(before: dict[moves.Part, PartitionState],
+def assignment(before: dict[moves.Part, PartitionState],
                 planned: dict[moves.Part, tuple[int, ...]]) -> str:
     return "; ".join(f"{t}-{p} {list(before[(t, p)].replicas)} -> {list(r)}"
                      for (t, p), r in sorted(planned.items()))
 
 
-def strike(cluster: Cluster, node: int) -> str:
-    """Submit the reassignment away from ``node`` and wait until metadata lists the new
-    replicas; returns the old and new assignment and what metadata showed."""
+def submit(cluster: Cluster, before: dict[moves.Part, PartitionState],
+           planned: dict[moves.Part, tuple[int, ...]]) -> None:
+    """Ask the controller for ``planned`` (AlterPartitionReassignments); raises when it
+    refuses or leaves a partition unanswered."""
     from kafka import TopicPartition
 
-    before = moves.topic_states(cluster)
-    planned = plan_moves(before, node, moves.running_brokers(cluster))
     with moves.admin_client(cluster) as admin:
         answer = admin.alter_partition_reassignments(
             {TopicPartition(t, p): list(r) for (t, p), r in planned.items()},
             timeout_ms=int(moves.ACT_TIMEOUT_S * 1000))
     refused = {f"{tp.topic}-{tp.partition}": err.__name__ for tp, err in answer.items()
                if err is not None}
-    missing = sorted(f"{t}-{p}" for t, p in planned
-                     if TopicPartition(t, p) not in answer)
+    missing = sorted(f"{t}-{p}" for t, p in planned if TopicPartition(t, p) not in answer)
     if refused or missing:
         raise ClusterError(f"reassign: expected the controller to accept "
-                           f"{_assignment(before, planned)}; refused {refused}, "
+                           f"{assignment(before, planned)}; refused {refused}, "
                            f"unanswered {missing}")
+
+
+def wait_complete(cluster: Cluster, planned: dict[moves.Part, tuple[int, ...]],
+                  timeout: float) -> tuple[dict[moves.Part, PartitionState], float]:
+    """Wait until every moved partition's replica set is exactly its target (the move is
+    over: during it the set is the union of old and new) and its ISR is full."""
+    def complete(part: moves.Part, state: PartitionState | None) -> str | None:
+        if state is None:
+            return "not in metadata"
+        if tuple(state.replicas) != planned[part] or not state.isr_full:
+            return (f"replicas {list(state.replicas)} isr {sorted(state.isr)} (target "
+                    f"{list(planned[part])})")
+        return None
+
+    return moves.wait_metadata(
+        cluster, list(planned), complete, timeout,
+        "the reassignment complete: replicas equal to the target, ISR full")
+
+
+def strike(cluster: Cluster, node: int) -> str:
+    """Submit the reassignment away from ``node`` and wait until metadata lists the new
+    replicas; returns the old and new assignment and what metadata showed."""
+    before = moves.topic_states(cluster)
+    planned = plan_moves(before, node, moves.running_brokers(cluster))
+    submit(cluster, before, planned)
     _PENDING[(id(cluster), node)] = planned
 
     def adding(part: moves.Part, state: PartitionState | None) -> str | None:
@@ -84,7 +107,7 @@ def strike(cluster: Cluster, node: int) -> str:
 
     seen, waited = moves.wait_metadata(cluster, list(planned), adding, moves.ACT_TIMEOUT_S,
                                        "the new replicas listed in metadata")
-    return (f"reassigned {_assignment(before, planned)}; metadata after {waited:.2f} s: "
+    return (f"reassigned {assignment(before, planned)}; metadata after {waited:.2f} s: "
             f"{moves.describe(seen)}")
 
 
@@ -94,18 +117,7 @@ def restore(cluster: Cluster, node: int, timeout: float) -> str | None:
     planned = _PENDING.pop((id(cluster), node), None)
     if planned is None:
         return None  # the strike failed before the controller took a move
-
-    def complete(part: moves.Part, state: PartitionState | None) -> str | None:
-        if state is None:
-            return "not in metadata"
-        if tuple(state.replicas) != planned[part] or not state.isr_full:
-            return (f"replicas {list(state.replicas)} isr {sorted(state.isr)} (target "
-                    f"{list(planned[part])})")
-        return None
-
-    seen, waited = moves.wait_metadata(
-        cluster, list(planned), complete, timeout,
-        "the reassignment complete: replicas equal to the target, ISR full")
+    seen, waited = wait_complete(cluster, planned, timeout)
     return f"reassignment complete after {waited:.2f} s more: {moves.describe(seen)}"
 
 

@@ -17,7 +17,7 @@ import pytest
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.faults import preferred, reassign
+from pytest_kreplica.faults import decommission, preferred, reassign
 from pytest_kreplica.validation.replicas.snapshot import snapshot_replicas
 from pytest_kreplica.waits import wait_for
 
@@ -140,3 +140,25 @@ def test_preferred_election_moves_leadership(cluster, topic):
     assert "away from it before the election: True" in measured, measured
     cluster.wait_healthy([topic], timeout=60)
     assert producer.lost() == [], "acknowledged records missing after the election"
+
+
+def test_broker_decommission_moves_replicas_off_then_unregisters(cluster, topic, tmp_path):
+    before = cluster.partition_state(topic, 0)
+    victim = before.leader
+    with Producer(cluster, topic) as producer:
+        measured = decommission.strike(cluster, victim)
+        during = cluster.partition_state(topic, 0)
+        brokers_during = decommission.registered_brokers(cluster)
+        restored = decommission.restore(cluster, victim, 90)
+    print(f"strike: {measured}\nrestore: {restored}\nacked {len(producer.acked)}, "
+          f"failed {len(producer.failed)}")
+    assert victim not in during.replicas and during.isr_full, during
+    assert victim not in brokers_during and len(brokers_during) == 3, brokers_during
+    assert f"node {victim} stopped and unregistered" in measured, measured
+    assert victim in decommission.registered_brokers(cluster)
+    cluster.wait_healthy(timeout=60)
+    after = cluster.partition_state(topic, 0)
+    assert after.replicas == during.replicas  # the restarted broker stays empty
+    assert producer.lost() == [], "acknowledged records missing after the decommission"
+    doc = snapshot_replicas(cluster, [TopicSpec(topic, 1)], tmp_path, timeout=30)
+    assert doc["partitions"][0]["replicas"] == list(during.replicas), json.dumps(doc)

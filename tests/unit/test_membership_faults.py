@@ -51,6 +51,9 @@ def test_membership_faults_are_offered_only_on_clusters_the_suite_owns():
     for name in ("reassign", "preferred_election"):
         assert FAILURES[name].backends == ("process", "docker")
         assert name in failures_on("process") and name not in failures_on("external")
+    # the unregister tool runs beside local JVMs only
+    assert FAILURES["broker_decommission"].backends == ("process",)
+    assert "broker_decommission" not in failures_on("docker")
 
 
 class Moved:
