@@ -106,4 +106,4 @@ FAILURE = Failure(
     "target gains it)", event="preferred-election", restore_event="election-settled",
     colour="#637939", label="preferred-leader election", backends=moves.BACKENDS,
     moves_leadership=True, leader_gone=GONE_AT_ELECTION, random=False, strike=strike,
-    restore=restore)
+    restore=restore, keeps_controller=True)

@@ -126,4 +126,4 @@ FAILURE = Failure(
     "(needs brokers > replication_factor)", event="reassign", restore_event="reassigned",
     colour="#393b79", label="reassignment (replicas moved)", backends=moves.BACKENDS,
     moves_leadership=True, leader_gone=GONE_AT_ELECTION, random=False, strike=strike,
-    restore=restore)
+    restore=restore, keeps_controller=True)

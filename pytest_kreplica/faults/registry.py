@@ -5,7 +5,7 @@ none keeps a copy. To add a failure type: a module beside ``hard.py`` defining
 
 from __future__ import annotations
 
-from . import clean, decommission, hard, links, partition, preferred, reassign, soft
+from . import clean, decommission, hard, join, links, partition, preferred, reassign, soft
 from .failure import Failure
 
 FAILURES: dict[str, Failure] = {f.name: f for f in (
@@ -19,6 +19,7 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     links.ONE_WAY_PARTITION,
     reassign.FAILURE,
     preferred.FAILURE,
+    join.FAILURE,
     decommission.FAILURE,
 )}
 

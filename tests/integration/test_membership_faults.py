@@ -12,12 +12,13 @@ import re
 import threading
 import time
 
+import psutil
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.faults import decommission, preferred, reassign
+from pytest_kreplica.faults import decommission, join, preferred, reassign
 from pytest_kreplica.validation.replicas.snapshot import snapshot_replicas
 from pytest_kreplica.waits import wait_for
 
@@ -29,7 +30,11 @@ def cluster(tmp_path_factory):
     c = ProcessCluster(ClusterSpec(brokers=4), tmp_path_factory.mktemp("members"))
     c.start(timeout=START_TIMEOUT)
     yield c
+    pids = {n.node_id: n.pid for n in c.nodes}  # a joined broker's too
     c.close()
+    left = {n: p for n, p in pids.items() if p and psutil.pid_exists(p)
+            and psutil.Process(p).status() != psutil.STATUS_ZOMBIE}
+    assert not left, f"nodes outlived close(): {left}"
 
 
 @pytest.fixture
@@ -162,3 +167,28 @@ def test_broker_decommission_moves_replicas_off_then_unregisters(cluster, topic,
     assert producer.lost() == [], "acknowledged records missing after the decommission"
     doc = snapshot_replicas(cluster, [TopicSpec(topic, 1)], tmp_path, timeout=30)
     assert doc["partitions"][0]["replicas"] == list(during.replicas), json.dumps(doc)
+
+
+def test_broker_join_starts_a_broker_and_moves_the_replicas_onto_it(cluster, topic, tmp_path):
+    """Last in the module: the cluster keeps the joined broker until it is closed (the
+    module fixture checks that close() stops it too)."""
+    before = cluster.partition_state(topic, 0)
+    victim = before.leader
+    ids_before = {n.node_id for n in cluster.nodes}
+    with Producer(cluster, topic) as producer:
+        measured = join.strike(cluster, victim)
+        restored = join.restore(cluster, victim, 90)
+    (new,) = {n.node_id for n in cluster.nodes} - ids_before
+    after = cluster.partition_state(topic, 0)
+    target = [r for r in before.replicas if r != victim] + [new]
+    print(f"strike: {measured}\nrestore: {restored}\nacked {len(producer.acked)}, "
+          f"failed {len(producer.failed)}")
+    assert f"node {new} joined" in measured and f"-> {target}" in measured, measured
+    assert new in decommission.registered_brokers(cluster)
+    assert list(after.replicas) == target and after.isr_full, after
+    props = (cluster.workdir / f"node-{new}" / "server.properties").read_text()
+    assert "process.roles=broker\n" in props  # broker-only: the voters are unchanged
+    assert producer.lost() == [], "acknowledged records missing after the join"
+    doc = snapshot_replicas(cluster, [TopicSpec(topic, 1)], tmp_path, timeout=30)
+    assert doc["partitions"][0]["replicas"] == target and str(new) in doc["nodes"], doc
+    assert any((tmp_path / "replicas" / str(new)).rglob("*.log"))

@@ -5,14 +5,16 @@ after a move compares the new replica set, never the stale copy left on the old 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from pytest_kreplica.cluster.base import PartitionState, TopicSpec
-from pytest_kreplica.errors import ClusterError, InputError
-from pytest_kreplica.faults import FAILURES, failures_on
+from pytest_kreplica.errors import ClusterError, InputError, MatrixError
+from pytest_kreplica.faults import FAILURES, FaultPlan, Nemesis, failures_on
 from pytest_kreplica.faults.preferred import plan_leaders
 from pytest_kreplica.faults.reassign import plan_moves
+from pytest_kreplica.matrix import parse_matrix
 from pytest_kreplica.validation.replicas.layout import load_layout
 from pytest_kreplica.validation.replicas.snapshot import snapshot_replicas
 from pytest_kreplica.validation.replicas.synth import build_batch, message_values, write_partition
@@ -89,3 +91,63 @@ def test_snapshot_after_a_move_compares_the_new_replicas(tmp_path):
         ["2", "3", "4"], doc
     assert not (run / "replicas" / "1").exists()
     assert {f.node for f in load_layout(run).segment_files()} == {2, 3, 4}
+
+
+@pytest.mark.parametrize("backend, failure", [("docker", "broker_decommission"),
+                                              ("external", "reassign"),
+                                              ("external", "preferred_election")])
+def test_a_backend_that_cannot_take_the_fault_says_so_at_collection(backend, failure):
+    matrix = {"scenario": "replication", "dimensions": {
+        "backend": [backend], "failure": [failure], "brokers": [4]}}
+    with pytest.raises(MatrixError, match=rf"{failure} needs backend .*got backend {backend}"):
+        parse_matrix(Path("membership.yaml"), matrix)
+
+
+class _QuorumStays:
+    """Node 2 is the active controller and stays it; node 1 leads t-0."""
+
+    def __init__(self):
+        self.calls = []
+
+    def partition_state(self, topic, partition):
+        return _state(partition, 1, (1, 2, 3))
+
+    def active_controller(self, timeout=30.0):
+        return 2
+
+    def node_state(self, node):
+        raise KeyError(node)  # informative only in the nemesis
+
+    def log_files(self):
+        return {}
+
+    def wait_healthy(self, topics, timeout):
+        self.calls.append("healthy")
+
+
+@pytest.mark.parametrize("keeps", [True, False])
+def test_a_move_of_the_controllers_replicas_waits_for_no_controller_failover(monkeypatch,
+                                                                             keeps):
+    """A reassignment or election leaves the victim running as a voter: the quorum leader
+    need not move, so the nemesis must not wait for it (it did, and failed a
+    preferred_election case whose victim was the active controller)."""
+    import dataclasses
+
+    moved = dataclasses.replace(FAILURES["reassign"], name="moved", event="moved",
+                                strike=lambda c, n: "moved", restore=lambda c, n, t: None,
+                                keeps_controller=keeps)
+    monkeypatch.setitem(FAILURES, "moved", moved)
+    cluster = _QuorumStays()
+    plan = FaultPlan(seed=1, failure="moved", target="controller", downtime_s=0)
+    nemesis = Nemesis(cluster, _Writer(), plan, [("t", 0)], election_timeout=0.5)
+    record = nemesis.run_fault(plan.preview(1)[0])
+    assert record.node == 2 and cluster.calls == ["healthy"]
+    if keeps:
+        assert record.error is None and record.new_controller is None
+    else:
+        assert "KRaft quorum leader other than node 2" in record.error
+
+
+class _Writer:
+    def event(self, kind, **fields):
+        pass
