@@ -22,7 +22,7 @@ from ..cluster import distribution
 from ..errors import ClusterError
 from ..waits import wait_for
 from . import moves, reassign
-from .failure import GONE_AT_ELECTION, Failure
+from .failure import GONE_AT_RECOVERY, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -94,4 +94,4 @@ FAILURE = Failure(
     "stopped and unregistered; started again empty (needs brokers > replication_factor)",
     event="decommission", restore_event="recommission", colour="#843c39",
     label="broker decommissioned", backends=("process",), moves_leadership=True,
-    leader_gone=GONE_AT_ELECTION, random=False, strike=strike, restore=restore)
+    leader_gone=GONE_AT_RECOVERY, random=False, strike=strike, restore=restore)

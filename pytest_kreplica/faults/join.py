@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import moves, reassign
-from .failure import GONE_AT_ELECTION, Failure
+from .failure import GONE_AT_RECOVERY, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster, PartitionState
@@ -61,5 +61,5 @@ FAILURE = Failure(
     name="broker_join", doc="a new broker started in the running cluster and given the "
     "node's replicas", event="join", restore_event="joined", colour="#8c6d31",
     label="broker joined (replicas moved to it)", backends=("process",),
-    moves_leadership=True, leader_gone=GONE_AT_ELECTION, random=False, strike=strike,
+    moves_leadership=True, leader_gone=GONE_AT_RECOVERY, random=False, strike=strike,
     restore=restore, keeps_controller=True)

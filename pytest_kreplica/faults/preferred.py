@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
 from . import moves
-from .failure import GONE_AT_ELECTION, Failure
+from .failure import GONE_AT_RECOVERY, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster, PartitionState
@@ -105,5 +105,5 @@ FAILURE = Failure(
     "preferred-leader election while producing (the leader loses leadership; a follower "
     "target gains it)", event="preferred-election", restore_event="election-settled",
     colour="#637939", label="preferred-leader election", backends=moves.BACKENDS,
-    moves_leadership=True, leader_gone=GONE_AT_ELECTION, random=False, strike=strike,
+    moves_leadership=True, leader_gone=GONE_AT_RECOVERY, random=False, strike=strike,
     restore=restore, keeps_controller=True)

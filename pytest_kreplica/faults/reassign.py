@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ClusterError, InputError
 from . import moves
-from .failure import GONE_AT_ELECTION, Failure
+from .failure import GONE_AT_RECOVERY, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster, PartitionState
@@ -125,5 +125,5 @@ FAILURE = Failure(
     name="reassign", doc="its replicas reassigned to a spare broker while producing "
     "(needs brokers > replication_factor)", event="reassign", restore_event="reassigned",
     colour="#393b79", label="reassignment (replicas moved)", backends=moves.BACKENDS,
-    moves_leadership=True, leader_gone=GONE_AT_ELECTION, random=False, strike=strike,
+    moves_leadership=True, leader_gone=GONE_AT_RECOVERY, random=False, strike=strike,
     restore=restore, keeps_controller=True)

@@ -151,3 +151,19 @@ def test_a_move_of_the_controllers_replicas_waits_for_no_controller_failover(mon
 class _Writer:
     def event(self, kind, **fields):
         pass
+
+
+@pytest.mark.parametrize("name", ["reassign", "preferred_election", "broker_join",
+                                  "broker_decommission"])
+def test_a_moved_leaders_acks1_window_ends_at_recovery(name):
+    """The old leader runs on after the move and acknowledges alone until it learns it was
+    replaced: an acks=1 broker_join case lost 2 records acknowledged after metadata already
+    named the new leader, which a window ending at the election refused to explain."""
+    from pytest_kreplica.validation.evidence import excusing_events
+
+    fault = {"index": 1, "failure": name, "target": "leader", "node": 1, "topic": "t",
+             "partition": 0, "leader_before": 1, "isr_before": [1, 2, 3], "new_leader": 2,
+             "elected_from_isr": True, "election_s": 1.0, "strike_ns": 10**9,
+             "restore_ns": 5 * 10**9, "recovered_ns": 6 * 10**9, "led_before": ["t-0"]}
+    (event,) = excusing_events([fault], {"acks": 1})
+    assert event["until_ns"] == 6 * 10**9
