@@ -92,6 +92,6 @@ def restore(cluster: Cluster, node: int, timeout: float) -> str:
 FAILURE = Failure(
     name="broker_decommission", doc="its replicas reassigned to the other brokers, then "
     "stopped and unregistered; started again empty (needs brokers > replication_factor)",
-    event="decommission", restore_event="recommission", colour="#843c39",
+    event="decommission", restore_event="recommission", colour="#ad494a",
     label="broker decommissioned", backends=("process",), moves_leadership=True,
     leader_gone=GONE_AT_RECOVERY, random=False, strike=strike, restore=restore)

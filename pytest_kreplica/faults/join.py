@@ -59,7 +59,7 @@ def restore(cluster: Cluster, node: int, timeout: float) -> str | None:
 
 FAILURE = Failure(
     name="broker_join", doc="a new broker started in the running cluster and given the "
-    "node's replicas", event="join", restore_event="joined", colour="#8c6d31",
+    "node's replicas", event="join", restore_event="joined", colour="#bd9e39",
     label="broker joined (replicas moved to it)", backends=("process",),
     moves_leadership=True, leader_gone=GONE_AT_RECOVERY, random=False, strike=strike,
     restore=restore, keeps_controller=True)

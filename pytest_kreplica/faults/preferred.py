@@ -104,6 +104,6 @@ FAILURE = Failure(
     name="preferred_election", doc="another in-sync replica made preferred, then a "
     "preferred-leader election while producing (the leader loses leadership; a follower "
     "target gains it)", event="preferred-election", restore_event="election-settled",
-    colour="#637939", label="preferred-leader election", backends=moves.BACKENDS,
+    colour="#8ca252", label="preferred-leader election", backends=moves.BACKENDS,
     moves_leadership=True, leader_gone=GONE_AT_RECOVERY, random=False, strike=strike,
     restore=restore, keeps_controller=True)

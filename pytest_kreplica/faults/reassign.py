@@ -124,6 +124,6 @@ def restore(cluster: Cluster, node: int, timeout: float) -> str | None:
 FAILURE = Failure(
     name="reassign", doc="its replicas reassigned to a spare broker while producing "
     "(needs brokers > replication_factor)", event="reassign", restore_event="reassigned",
-    colour="#393b79", label="reassignment (replicas moved)", backends=moves.BACKENDS,
+    colour="#5254a3", label="reassignment (replicas moved)", backends=moves.BACKENDS,
     moves_leadership=True, leader_gone=GONE_AT_RECOVERY, random=False, strike=strike,
     restore=restore, keeps_controller=True)

@@ -5,7 +5,7 @@ none keeps a copy. To add a failure type: a module beside ``hard.py`` defining
 
 from __future__ import annotations
 
-from . import clean, decommission, hard, join, links, partition, preferred, reassign, soft
+from . import clean, decommission, disk, hard, join, links, partition, preferred, reassign, soft
 from .failure import Failure
 
 FAILURES: dict[str, Failure] = {f.name: f for f in (
@@ -17,6 +17,8 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     links.LOSSY_LINK,
     links.FLAKY_LINK,
     links.ONE_WAY_PARTITION,
+    disk.DISK_FULL,
+    disk.DISK_READONLY,
     reassign.FAILURE,
     preferred.FAILURE,
     join.FAILURE,
