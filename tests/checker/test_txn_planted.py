@@ -170,3 +170,13 @@ def test_txn_cases_cover_the_transactional_anomalies():
 
     planted = {name for case in CASES for name in case(Ignore())[0]}
     assert planted >= TXN_NAMES and set(ANOMALIES) >= TXN_NAMES
+
+
+def test_baseline_refuses_a_version_2_history(history):
+    from pytest_kreplica.errors import InputError
+    from pytest_kreplica.validation.checker.baseline import check_baseline
+
+    h = history()
+    Txn(h).txn("T1", [("m0", 0, 0)])
+    with pytest.raises(InputError, match="history version 2"):
+        check_baseline(h.close())

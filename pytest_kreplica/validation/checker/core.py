@@ -72,7 +72,7 @@ def check(
             raise HistoryError(problem)
     events_table = find_table(path, EVENTS, required=False)
     exempting = read_exempting_events(events_table)
-    v2 = _is_v2(path, meta)
+    v2 = is_v2(path, meta)
     # version 2 only: a rebalance exempts just the partitions that changed owner
     assignments = read_assignments(events_table) if v2 else None
     txns_table = find_table(path, TXNS, required=False) if v2 else None
@@ -118,7 +118,7 @@ def check(
     return Verdict.from_counts(counts, chosen, examples, extra)
 
 
-def _is_v2(run_dir: Path, meta: dict[str, Any]) -> bool:
+def is_v2(run_dir: Path, meta: dict[str, Any]) -> bool:
     """History version 2 (docs/history.md): run.json says so, or a txns table exists."""
     return meta.get("history_version") == 2 or find_table(run_dir, TXNS, required=False) \
         is not None
