@@ -20,6 +20,7 @@ Env: ``KREPLICA_SPARK_IDLE_S`` (default 60) the idle timeout; ``KREPLICA_SPARK_C
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -63,7 +64,9 @@ def server_master() -> str:
     return os.environ.get(ENV_SERVER_MASTER) or DEFAULT_SERVER_MASTER
 
 
+@functools.cache
 def server_key() -> str:
+    """Computed once per process: a checkout edited mid-run keeps its server."""
     import pyspark
 
     from .spark import driver_memory
@@ -163,7 +166,9 @@ def _start(p: dict[str, Path]) -> dict:
         x for x in (str(_package.parent), env.get("PYTHONPATH", "")) if x)
     env["PYSPARK_PYTHON"] = sys.executable
     env["KREPLICA_SPARK_CONNECT_TOKEN"] = secrets.token_hex(16)
-    env.pop("KREPLICA_SPARK_MASTER", None)
+    for client_only in ("KREPLICA_SPARK_MASTER", "SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE",
+                        "SPARK_API_MODE"):  # the server is a classic driver
+        env.pop(client_only, None)
     cmd = [sys.executable, "-m", "pytest_kreplica.validation.connect_server", str(p["state"]),
            "--leases", str(p["leases"]), "--lock", str(p["lock"]), "--master", master,
            "--idle", str(idle)]

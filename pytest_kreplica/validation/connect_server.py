@@ -4,8 +4,8 @@ One supervisor process (this module) holds one Spark driver JVM, tuned as ``spar
 the in-process one (UI off, ParallelGC, quiet log, class-data archive), with Spark Connect's
 plugin listening on loopback only and a random token. It writes its address to the state file
 once the server answers and stops itself, under the same machine-wide lock that clients take to
-find it, once nothing used it for ``idle`` seconds: no execution running, the last one ended
-longer ago, and no live client's lease touched in that time (``connect.py``).
+find it, ``idle`` seconds after its last client process ended (``connect.py``'s leases: a
+client may hold its session between checks) and its last execution finished.
 
 Never left behind: the driver JVM is pyspark's gateway JVM, which exits when its parent's
 stdin pipe closes, so it dies with this process even under SIGKILL; this process exits when
@@ -64,8 +64,13 @@ def live_leases(leases: Path) -> list[Path]:
 
 
 def _unused_for(leases: Path, spark, service) -> float:
-    newest = max((p.stat().st_mtime for p in live_leases(leases)), default=0.0)
-    return min(_idle_for(spark, service), time.time() - newest)
+    """0 while a client process lives (it may hold a session between checks: it must not
+    find the server gone), else seconds since the last execution or lease touch."""
+    live = live_leases(leases)
+    if live:
+        return 0.0
+    touched = max((p.stat().st_mtime for p in leases.glob("*")), default=0.0)
+    return min(_idle_for(spark, service), time.time() - touched)
 
 
 def serve(state: Path, leases: Path, lock: Path, master: str, idle: float) -> None:
