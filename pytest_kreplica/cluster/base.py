@@ -26,6 +26,8 @@ class NodeState(enum.Enum):
 
 # failure values whose cases need a cluster with ``links`` (faults/links.py defines them)
 LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
+# ... and those that need each node's log dir on its own small filesystem (faults/disk.py)
+DISK_FAILURES = ("disk_full", "disk_readonly")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class ClusterSpec:
     role: str = ""
     # the nodes' inter-broker and controller links pass a fault proxy (link faults)
     links: bool = False
+    # each node's log dir on its own small filesystem (disk faults, cluster/smalldisk.py)
+    disks: bool = False
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
-from .base import LINK_FAILURES, Cluster, ClusterSpec
+from .base import DISK_FAILURES, LINK_FAILURES, Cluster, ClusterSpec
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -32,7 +32,8 @@ def cluster_spec(case: Case) -> ClusterSpec:
     segments, min ISR, unclean election) are per topic, so they do not split clusters."""
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
                        backend=case.backend,
-                       links=getattr(case, "failure", None) in LINK_FAILURES)
+                       links=getattr(case, "failure", None) in LINK_FAILURES,
+                       disks=getattr(case, "failure", None) in DISK_FAILURES)
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -41,7 +42,8 @@ def spec_key(spec: ClusterSpec) -> str:
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
     links = "-links" if getattr(spec, "links", False) else ""
-    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}"
+    disks = "-disks" if getattr(spec, "disks", False) else ""
+    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}{disks}"
 
 
 class ClusterPool:

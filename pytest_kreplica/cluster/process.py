@@ -1,10 +1,9 @@
 """The ``process`` backend: N combined broker+controller KRaft nodes as local JVMs.
 
 Every JVM is forked by one long-lived launcher thread with the parent-death signal set
-(``PR_SET_PDEATHSIG`` fires when the *forking thread* exits, so a short-lived thread would
-kill its children early), runs in its own process group, and carries an owner marker the
-reaper finds if all else failed. Roles and readiness come from the admin APIs
-(DescribeCluster, DescribeQuorum, Metadata, ListOffsets), polled with bounded waits.
+(``PR_SET_PDEATHSIG`` fires when the *forking thread* exits: a short-lived thread would kill
+its children early), runs in its own process group and carries an owner marker the reaper
+finds if all else failed. Roles and readiness come from the admin APIs, polled with bounds.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import psutil
 from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
-from . import distribution, linkproxy, prepared, reaper
+from . import distribution, linkproxy, prepared, reaper, smalldisk
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
@@ -40,8 +39,6 @@ FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
 QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
 
-
-# -- the backend -------------------------------------------------------------------------------
 
 class ProcessCluster(AdminCluster):
     """A KRaft cluster of local JVMs on 127.0.0.1 (see module docstring)."""
@@ -66,11 +63,11 @@ class ProcessCluster(AdminCluster):
         self._procs: dict[int, subprocess.Popen] = {}
         self._states: dict[int, NodeState] = {}
         self._ports: list[int] = []
-        self._admin_client = None
-        self._admin_key: str | None = None
+        self._admin_client, self._admin_key = None, None
         self._lock = threading.RLock()
         self.timings: dict[str, float] = {}
         self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
+        self.disks: smalldisk.SmallDisks | None = None  # spec.disks: a small fs per node
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -90,9 +87,8 @@ class ProcessCluster(AdminCluster):
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
-        info["kafka_version"] = self.kafka_version
-        info["cluster_id"] = self.cluster_id
-        info["workdir"] = str(self.workdir)
+        info.update(kafka_version=self.kafka_version, cluster_id=self.cluster_id,
+                    workdir=str(self.workdir), disks=self.disks and self.disks.describe())
         for n in self._nodes:
             info["nodes"][str(n.node_id)]["pid"] = n.pid
         return info
@@ -117,13 +113,14 @@ class ProcessCluster(AdminCluster):
             t1 = time.monotonic()
             if not (self.fast_format and self._format_from_template()):
                 self._format_all()
+            if self.disks is not None:  # durable, as a format done long before a fault is
+                self.disks.sync()
             self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
             for node in self._nodes:
                 self._launch(node)
             self.timings["launch"] = time.monotonic() - t1
-            remaining = timeout - (time.monotonic() - t0)
-            self._wait_ready(remaining)
+            self._wait_ready(timeout - (time.monotonic() - t0))
             self.timings["launch_to_ready"] = time.monotonic() - t1
         except BaseException:
             self.close()
@@ -155,6 +152,8 @@ class ProcessCluster(AdminCluster):
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
                                     log_dir=data, log_file=home / "server.log"))
             self._states[addr.node_id] = NodeState.STOPPED
+        if self.spec.disks:  # mounted before anything is written to the log dirs
+            self.disks = smalldisk.mount_all({n.node_id: n.log_dir for n in self._nodes})
 
     def _jvm_command(self, node: Node | None, main_class: str, *args: str) -> list[str]:
         assert self.dist is not None
@@ -345,18 +344,18 @@ class ProcessCluster(AdminCluster):
                 quorum_lost_at = now
             if now >= deadline or (quorum_lost_at is not None
                                    and now - quorum_lost_at >= QUORUMLESS_GRACE_S):
-                log.info("killing %d node(s) that outlived the quorum or the deadline",
-                         len(alive))
+                log.info("killing %d node(s) past the quorum or the deadline", len(alive))
                 for proc in alive:
                     self._kill_proc(proc)
                 break
             time.sleep(POLL_S)  # polling child exit codes; bounded by the deadline above
         for proc in procs:  # strays left in a node's process group
             self._signal_group(proc, signal.SIGKILL)
-        for node_id in self._procs:
-            self._states[node_id] = NodeState.STOPPED
+        self._states.update(dict.fromkeys(self._procs, NodeState.STOPPED))
         if self.links is not None:
             self.links.close()
+        if self.disks is not None:  # after every JVM has exited
+            self.disks.close()
         if not self.detached:
             kports.release_ports(self._ports)
             self._ports = []

@@ -14,6 +14,7 @@ import signal
 
 import psutil
 
+from . import smalldisk
 from .ports import identity_alive, process_identity
 
 OWNER_PROPERTY = "kreplica.owner"
@@ -75,7 +76,8 @@ def kill_process_tree(proc: psutil.Process) -> None:
 
 
 def reap_orphans(timeout: float = 10.0) -> list[int]:
-    """Kill marked JVMs whose owner process is dead; return their pids.
+    """Kill marked JVMs whose owner process is dead, then unmount the small disks such an
+    owner left (``smalldisk.sweep_stale``); return the JVMs' pids.
 
     The plugin calls this at session start; every cluster start calls it too.
     """
@@ -87,4 +89,5 @@ def reap_orphans(timeout: float = 10.0) -> list[int]:
     for proc in orphans:
         kill_process_tree(proc)
     psutil.wait_procs(orphans, timeout=timeout)
+    smalldisk.sweep_stale()
     return [p.pid for p in orphans]

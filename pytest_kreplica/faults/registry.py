@@ -5,7 +5,7 @@ none keeps a copy. To add a failure type: a module beside ``hard.py`` defining
 
 from __future__ import annotations
 
-from . import clean, hard, links, partition, soft
+from . import clean, disk, hard, links, partition, soft
 from .failure import Failure
 
 FAILURES: dict[str, Failure] = {f.name: f for f in (
@@ -17,6 +17,8 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     links.LOSSY_LINK,
     links.FLAKY_LINK,
     links.ONE_WAY_PARTITION,
+    disk.DISK_FULL,
+    disk.DISK_READONLY,
 )}
 
 NONE = "none"  # the matrix value for a case without a nemesis
