@@ -33,8 +33,9 @@ def test_worker_{n}():
     verdict = check(r"{history}", spark_master="connect")
     assert verdict.counts["lost"] == 2
     app = get_spark("connect").conf.get("spark.app.id")
-    print(f"worker {{os.environ.get('PYTEST_XDIST_WORKER')}} pid {{os.getpid()}} "
-          f"spark application {{app}}")
+    with open(r"{out}", "a") as out:  # xdist workers' stdout does not reach the terminal
+        out.write(f"worker {{os.environ.get('PYTEST_XDIST_WORKER')}} pid {{os.getpid()}} "
+                  f"spark application {{app}}\n")
 '''
 
 
@@ -54,7 +55,8 @@ def run_check(master: str, history: Path) -> float:
 def two_workers(history: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in (1, 2):
-            Path(tmp, f"test_w{n}.py").write_text(WORKER_TEST.format(n=n, history=history))
+            Path(tmp, f"test_w{n}.py").write_text(
+                WORKER_TEST.format(n=n, history=history, out=Path(tmp, "apps.txt")))
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         began = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-s", "-q",
@@ -62,7 +64,8 @@ def two_workers(history: Path) -> None:
                               env=env, capture_output=True, text=True, timeout=900, check=False,
                               cwd=tmp)
         took = time.monotonic() - began
-    lines = [ln for ln in done.stdout.splitlines() if "spark application" in ln]
+        apps_file = Path(tmp, "apps.txt")
+        lines = apps_file.read_text().splitlines() if apps_file.exists() else []
     for ln in lines:
         print(f"  {ln.strip()}")
     apps = {ln.rsplit(" ", 1)[-1] for ln in lines}

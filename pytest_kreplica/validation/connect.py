@@ -36,6 +36,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 from .. import once
 from ..cache import cache_dir
 from ..errors import CheckError, InputError
+from .spark import driver_memory
 
 ENV_IDLE = "KREPLICA_SPARK_IDLE_S"
 ENV_SERVER_MASTER = "KREPLICA_SPARK_CONNECT_MASTER"
@@ -68,8 +69,6 @@ def server_master() -> str:
 def server_key() -> str:
     """Computed once per process: a checkout edited mid-run keeps its server."""
     import pyspark
-
-    from .spark import driver_memory
 
     digest = hashlib.sha256()
     for part in (sys.executable, str(_package), pyspark.__version__, server_master(),

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from .. import once
+from . import spark as engine
 
 POLL_S = 0.5
 SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
@@ -74,8 +75,6 @@ def _unused_for(leases: Path, spark, service) -> float:
 
 
 def serve(state: Path, leases: Path, lock: Path, master: str, idle: float) -> None:
-    from . import spark as engine
-
     token = os.environ.pop("KREPLICA_SPARK_CONNECT_TOKEN")
     conf = {
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
