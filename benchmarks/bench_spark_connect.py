@@ -35,7 +35,7 @@ def test_worker_{n}():
     app = get_spark("connect").conf.get("spark.app.id")
     with open(r"{out}", "a") as out:  # xdist workers' stdout does not reach the terminal
         out.write(f"worker {{os.environ.get('PYTEST_XDIST_WORKER')}} pid {{os.getpid()}} "
-                  f"spark application {{app}}\n")
+                  f"spark application {{app}}" + chr(10))
 '''
 
 
