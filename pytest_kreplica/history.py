@@ -27,15 +27,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import HistoryError
-from .rundir import EVENTS, POLLS, RUN_JSON, SENDS
+from .rundir import EVENTS, POLLS, RUN_JSON, SENDS, TXNS
 
 __all__ = [
     "EVENTS",
+    "ISOLATION_LEVELS",
     "POLLS",
     "RUN_JSON",
     "SEMANTICS",
     "SENDS",
     "STATUSES",
+    "TXNS",
+    "TXN_OUTCOMES",
     "RunWriter",
     "now_ns",
     "read_run_json",
@@ -43,6 +46,8 @@ __all__ = [
 ]
 
 STATUSES = ("ok", "fail", "info")
+TXN_OUTCOMES = ("committed", "aborted", "info")  # history version 2: a transaction's end
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 SEMANTICS = ("at-least-once", "exactly-once", "at-most-once")
 
 
@@ -87,6 +92,8 @@ class RunWriter:
         self._sends = _Table(self.run_dir / f"{SENDS}.jsonl")
         self._polls = _Table(self.run_dir / f"{POLLS}.jsonl")
         self._events = _Table(self.run_dir / f"{EVENTS}.jsonl")
+        self._txns: _Table | None = None  # created by the first transaction (version 2)
+        self._txns_lock = threading.Lock()
 
     def send(
         self,
@@ -100,9 +107,11 @@ class RunWriter:
         complete_ns: int | None = None,
         error: str | None = None,
         cluster: str | None = None,
+        txn: str | None = None,
     ) -> None:
         """Record one send attempt. ``status``: ok (acknowledged), fail (definitely not
-        written) or info (indeterminate). ``cluster`` only for mirrored runs."""
+        written) or info (indeterminate). ``cluster`` only for mirrored runs; ``txn`` (version
+        2) the transaction the send belongs to (its outcome is in the txns table)."""
         if status not in STATUSES:
             raise ValueError(f"send status {status!r}: expected one of {', '.join(STATUSES)}")
         complete = now_ns() if complete_ns is None else int(complete_ns)
@@ -119,6 +128,8 @@ class RunWriter:
         }
         if cluster is not None:
             row["cluster"] = cluster
+        if txn is not None:
+            row["txn"] = txn
         self._sends.append(row)
 
     def poll(
@@ -132,8 +143,12 @@ class RunWriter:
         time_ns: int | None = None,
         index: int | None = None,
         cluster: str | None = None,
+        isolation: str | None = None,
+        generation: int | None = None,
     ) -> None:
-        """Record one record a consumer received, in the order the poll returned them."""
+        """Record one record a consumer received, in the order the poll returned them.
+        Version 2: ``isolation`` (read_committed / read_uncommitted) and the consumer group
+        ``generation`` the poll ran in."""
         row: dict[str, Any] = {
             "process": int(process),
             "poll": int(poll),
@@ -146,6 +161,13 @@ class RunWriter:
         }
         if cluster is not None:
             row["cluster"] = cluster
+        if isolation is not None:
+            if isolation not in ISOLATION_LEVELS:
+                raise ValueError(f"isolation {isolation!r}: expected one of "
+                                 f"{', '.join(ISOLATION_LEVELS)}")
+            row["isolation"] = isolation
+        if generation is not None:
+            row["generation"] = int(generation)
         self._polls.append(row)
 
     def event(
@@ -157,10 +179,13 @@ class RunWriter:
         process: int | None = None,
         time_ns: int | None = None,
         cluster: str | None = None,
+        assignment: list[tuple[str, int]] | None = None,
+        generation: int | None = None,
     ) -> None:
         """Record a fault, a client lifecycle step or a consumer assignment. ``cluster``
         (mirrored runs only, like the sends' and polls' column) names the cluster whose
-        node or client the event concerns."""
+        node or client the event concerns. Version 2: ``assignment`` (the partitions the
+        process holds after an ``assign`` / ``rebalance``) and the group ``generation``."""
         row = {
             "time_ns": now_ns() if time_ns is None else int(time_ns),
             "kind": kind,
@@ -171,11 +196,40 @@ class RunWriter:
         }
         if cluster is not None:
             row["cluster"] = cluster
+        if assignment is not None:
+            row["assignment"] = " ".join(f"{t}:{int(p)}" for t, p in sorted(assignment))
+        if generation is not None:
+            row["generation"] = int(generation)
         self._events.append(row)
 
+    def txn(
+        self,
+        process: int,
+        txn: str,
+        status: str,
+        begin_ns: int,
+        end_ns: int | None,
+        complete_ns: int | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Record a transaction's outcome (version 2), once it is known: ``committed``,
+        ``aborted`` or ``info`` (indeterminate). ``end_ns``: when commit / abort was invoked
+        (null if it never was); a read_committed poll before it is a precommitted read."""
+        if status not in TXN_OUTCOMES:
+            raise ValueError(f"txn status {status!r}: expected one of {', '.join(TXN_OUTCOMES)}")
+        with self._txns_lock:
+            if self._txns is None:
+                self._txns = _Table(self.run_dir / f"{TXNS}.jsonl")
+        complete = now_ns() if complete_ns is None else int(complete_ns)
+        self._txns.append({
+            "process": int(process), "txn": txn, "status": status, "begin_ns": int(begin_ns),
+            "end_ns": None if end_ns is None else int(end_ns), "complete_ns": complete,
+            "error": None if error is None else str(error)})
+
     def close(self) -> None:
-        for table in (self._sends, self._polls, self._events):
-            table.close()
+        for table in (self._sends, self._polls, self._events, self._txns):
+            if table is not None:
+                table.close()
 
     def __enter__(self) -> RunWriter:
         return self

@@ -26,6 +26,8 @@ class NodeState(enum.Enum):
 
 # failure values whose cases need a cluster with ``links`` (faults/links.py defines them)
 LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
+# failure values whose cases need a cluster with ``clock`` (faults/clock.py defines them)
+CLOCK_FAILURES = ("clock_skew", "clock_skew_back", "clock_strobe")
 # ... and those that need each node's log dir on its own small filesystem (faults/disk.py)
 DISK_FAILURES = ("disk_full", "disk_readonly")
 
@@ -43,6 +45,8 @@ class ClusterSpec:
     role: str = ""
     # the nodes' inter-broker and controller links pass a fault proxy (link faults)
     links: bool = False
+    # libfaketime preloaded into the node JVMs, each clock offset 0 until a clock fault
+    clock: bool = False
     # each node's log dir on its own small filesystem (disk faults, cluster/smalldisk.py)
     disks: bool = False
 

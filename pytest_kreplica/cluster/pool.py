@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
-from .base import DISK_FAILURES, LINK_FAILURES, Cluster, ClusterSpec
+from .base import CLOCK_FAILURES, DISK_FAILURES, LINK_FAILURES, Cluster, ClusterSpec
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -33,6 +33,7 @@ def cluster_spec(case: Case) -> ClusterSpec:
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
                        backend=case.backend,
                        links=getattr(case, "failure", None) in LINK_FAILURES,
+                       clock=getattr(case, "failure", None) in CLOCK_FAILURES,
                        disks=getattr(case, "failure", None) in DISK_FAILURES)
 
 
@@ -42,8 +43,9 @@ def spec_key(spec: ClusterSpec) -> str:
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
     links = "-links" if getattr(spec, "links", False) else ""
+    clock = "-clock" if getattr(spec, "clock", False) else ""
     disks = "-disks" if getattr(spec, "disks", False) else ""
-    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}{disks}"
+    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}{clock}{disks}"
 
 
 class ClusterPool:

@@ -25,7 +25,7 @@ import psutil
 from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
-from . import distribution, linkproxy, prepared, reaper, smalldisk
+from . import distribution, faketime, linkproxy, prepared, reaper, smalldisk
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
@@ -67,6 +67,7 @@ class ProcessCluster(AdminCluster):
         self._lock = threading.RLock()
         self.timings: dict[str, float] = {}
         self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
+        self.clocks: faketime.Clocks | None = None  # spec.clock: the preloaded clocks
         self.disks: smalldisk.SmallDisks | None = None  # spec.disks: a small fs per node
 
     # -- description ---------------------------------------------------------------------------
@@ -152,6 +153,7 @@ class ProcessCluster(AdminCluster):
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
                                     log_dir=data, log_file=home / "server.log"))
             self._states[addr.node_id] = NodeState.STOPPED
+        self.clocks = faketime.for_cluster(self.spec, self._nodes)
         if self.spec.disks:  # mounted before anything is written to the log dirs
             self.disks = smalldisk.mount_all({n.node_id: n.log_dir for n in self._nodes})
 
@@ -164,9 +166,9 @@ class ProcessCluster(AdminCluster):
                                  archive=self.use_archive,
                                  extra_flags=[*marks, *self.extra_jvm_flags])
 
-    def _popen(self, cmd: list[str], log_path: Path) -> subprocess.Popen:
+    def _popen(self, cmd: list[str], log_path: Path, env: dict | None = None) -> subprocess.Popen:
         with open(log_path, "ab") as out:
-            return Launcher.get().popen(cmd, die_with_parent=not self.detached,
+            return Launcher.get().popen(cmd, die_with_parent=not self.detached, env=env,
                                          stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=str(log_path.parent))
 
@@ -213,12 +215,12 @@ class ProcessCluster(AdminCluster):
                                + "; ".join(failures))
 
     def _launch(self, node: Node) -> None:
-        home = node.log_file.parent
         with open(node.log_file, "ab") as out:
             out.write(f"\n=== kreplica: starting node {node.node_id} at "
                       f"{time.strftime('%H:%M:%S')} ===\n".encode())
-        cmd = self._jvm_command(node, "kafka.Kafka", str(home / "server.properties"))
-        proc = self._popen(cmd, node.log_file)
+        props = str(node.log_file.with_name("server.properties"))
+        proc = self._popen(self._jvm_command(node, "kafka.Kafka", props), node.log_file,
+                           self.clocks.env(node.node_id) if self.clocks else None)
         with self._lock:
             self._procs[node.node_id] = proc
             node.pid = proc.pid
@@ -323,10 +325,9 @@ class ProcessCluster(AdminCluster):
 
     # -- teardown ------------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> None:
-        """SIGTERM every node at once (one after another hangs the last one for minutes:
-        its controlled shutdown needs a quorum that is gone). Nodes still running
-        ``QUORUMLESS_GRACE_S`` after a majority has exited, or at ``timeout``, are SIGKILLed:
-        without a quorum their shutdown cannot finish."""
+        """SIGTERM every node at once (one after another hangs the last one: its controlled
+        shutdown needs a quorum that is gone). Nodes still running ``QUORUMLESS_GRACE_S``
+        after a majority has exited, or at ``timeout``, are SIGKILLed."""
         self._invalidate_admin()
         procs = [p for p in self._procs.values() if p.poll() is None]
         for proc in procs:
@@ -352,10 +353,9 @@ class ProcessCluster(AdminCluster):
         for proc in procs:  # strays left in a node's process group
             self._signal_group(proc, signal.SIGKILL)
         self._states.update(dict.fromkeys(self._procs, NodeState.STOPPED))
-        if self.links is not None:
-            self.links.close()
-        if self.disks is not None:  # after every JVM has exited
-            self.disks.close()
+        # the fault proxy, the clocks' leftovers, the small filesystems: after every JVM
+        for helper in filter(None, (self.links, self.clocks, self.disks)):
+            helper.close()
         if not self.detached:
             kports.release_ports(self._ports)
             self._ports = []

@@ -47,6 +47,9 @@ class Failure:
     strike_component: Callable[[Any], None] | None = None
     restore_component: Callable[[Any], None] | None = None
     watch_isr: bool = False  # the victim runs on: record ISR and leader changes (isrwatch)
+    # the victim's process runs on as a voter (a replica move, an election): the KRaft quorum
+    # leader need not move, so the nemesis does not wait for a controller failover
+    keeps_controller: bool = False
 
     def runs_on(self, backend: str) -> bool:
         return self.backends is None or backend in self.backends

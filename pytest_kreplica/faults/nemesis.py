@@ -146,7 +146,8 @@ class Nemesis:
                 self._measure_election(spec, rec)
             else:
                 rec.election_note = "the victim did not lead the partition"
-            if rec.node == rec.controller_before:
+            if rec.node == rec.controller_before and \
+                    not FAILURES[spec.failure].keeps_controller:
                 self._measure_controller_failover(spec, rec)
             self._hold(spec, rec)
         except Exception as exc:  # recorded, restored below, raised by run()

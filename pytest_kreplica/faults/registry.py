@@ -5,7 +5,19 @@ none keeps a copy. To add a failure type: a module beside ``hard.py`` defining
 
 from __future__ import annotations
 
-from . import clean, disk, hard, links, partition, soft
+from . import (
+    clean,
+    clock,
+    decommission,
+    disk,
+    hard,
+    join,
+    links,
+    partition,
+    preferred,
+    reassign,
+    soft,
+)
 from .failure import Failure
 
 FAILURES: dict[str, Failure] = {f.name: f for f in (
@@ -17,8 +29,13 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     links.LOSSY_LINK,
     links.FLAKY_LINK,
     links.ONE_WAY_PARTITION,
+    *clock.CLOCK_FAILURES,
     disk.DISK_FULL,
     disk.DISK_READONLY,
+    reassign.FAILURE,
+    preferred.FAILURE,
+    join.FAILURE,
+    decommission.FAILURE,
 )}
 
 NONE = "none"  # the matrix value for a case without a nemesis

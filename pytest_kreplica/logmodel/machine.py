@@ -279,6 +279,13 @@ class LogMachine(RuleBasedStateMachine):
                 raise ModelMismatch(f"ListOffsets latest ({isolation}): expected "
                                     f"{self.model.high_watermark}, seen {seen}")
 
+    def teardown(self) -> None:
+        """At the end of every example (and of a replay) the whole log is read once more:
+        an acknowledged record that vanished after the last read is caught here, not only
+        when a later rule happens to read its offset."""
+        if self.topic is not None:
+            self.read_everything("at the end of the example")
+
     # -- replay ----------------------------------------------------------------------------
     def replay_step(self, name: str, kwargs: dict[str, Any]) -> None:
         """One step of a replay file: the rule, then every invariant (as Hypothesis does)."""

@@ -24,7 +24,7 @@ from ..validation.replicas.snapshot import snapshot_replicas
 from ..validation.replicas.verify import verify_logs
 from .machine import RETENTION_CHECK_MS, LogEnv, LogMachine
 from .replay import write_replay
-from .system import LogSystem
+from .system import RETRY_S, LogSystem
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..cluster.base import Cluster, ClusterSpec
@@ -75,11 +75,12 @@ class LogModelRun:
 
 def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
                   machine: type[LogMachine] = LogMachine, database_dir: Path | None = None,
-                  read_timeout_s: float = 10.0, topic_prefix: str = "logmodel") -> LogModelRun:
+                  read_timeout_s: float = 10.0, topic_prefix: str = "logmodel",
+                  retry_s: float = RETRY_S) -> LogModelRun:
     """Run ``machine`` under ``profile``; a failure writes ``run_dir/replay.py`` (the shrunk
     program), adds its path to the exception, and re-raises."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    system = LogSystem(cluster, read_timeout_s=read_timeout_s)
+    system = LogSystem(cluster, read_timeout_s=read_timeout_s, retry_s=retry_s)
     env = LogEnv(system, run_dir, topic_prefix=topic_prefix,
                  max_disruptions=PROFILES[profile]["max_disruptions"])
     started = time.monotonic()
@@ -98,10 +99,11 @@ def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
 
 
 def replay_program(cluster: Cluster, run_dir: Path, steps: list[tuple[str, dict[str, Any]]],
-                   machine: type[LogMachine], read_timeout_s: float = 10.0) -> LogEnv:
+                   machine: type[LogMachine], read_timeout_s: float = 10.0,
+                   retry_s: float = RETRY_S) -> LogEnv:
     """Run a recorded program step by step (invariants after each) on a new topic."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    system = LogSystem(cluster, read_timeout_s=read_timeout_s)
+    system = LogSystem(cluster, read_timeout_s=read_timeout_s, retry_s=retry_s)
     env = LogEnv(system, run_dir, topic_prefix=f"replay-{int(time.time())}",
                  max_disruptions=len(steps))
     try:

@@ -49,8 +49,9 @@ def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S) -> An
         try:
             answer[:] = [call()]
         except KafkaError as exc:
-            if not (exc.retriable or exc.invalid_metadata):
-                raise
+            if not (exc.retriable or exc.invalid_metadata):  # an answer the model rules out
+                raise SystemFailure(f"{what}: expected an answer, seen {type(exc).__name__}: "
+                                    f"{exc}") from None
             return f"{type(exc).__name__}: {exc}"
         return None
     try:
@@ -63,9 +64,11 @@ def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S) -> An
 class LogSystem:
     """Kafka clients for one cluster, shared by every example of a session."""
 
-    def __init__(self, cluster: Cluster, read_timeout_s: float = 10.0):
+    def __init__(self, cluster: Cluster, read_timeout_s: float = 10.0,
+                 retry_s: float = RETRY_S):
         self.cluster = cluster
         self.read_timeout_s = read_timeout_s
+        self.retry_s = retry_s  # how long a retriable error may last before it is a failure
         self._producers: dict[tuple[str, str], Any] = {}
         self._consumers: dict[str, Any] = {}
         self._admin: Any = None
@@ -171,7 +174,8 @@ class LogSystem:
         level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" \
             else IsolationLevel.READ_UNCOMMITTED
         answer = retrying(lambda: self.admin().list_partition_offsets(
-            {tp: wire}, isolation_level=level), f"ListOffsets {spec} of {topic}")
+            {tp: wire}, isolation_level=level), f"ListOffsets {spec} of {topic}",
+            timeout=self.retry_s)
         offset = answer[tp].offset
         return None if offset < 0 else offset
 

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         brokers: int
         messages: int
         message_bytes: int
+        workload: str
         kafka_version: str | None
         target_kafka_version: str | None
         replication_policy: str

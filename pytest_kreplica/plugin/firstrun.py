@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import once
-from ..cluster import distribution, docker_image, prepared
-from ..cluster.base import LINK_FAILURES
+from ..cluster import distribution, docker_image, faketime, prepared
+from ..cluster.base import CLOCK_FAILURES, LINK_FAILURES
 from ..errors import KreplicaError
 from ..validation import spark
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 NEEDS_KEY = "kreplica_needs_file"
 LINKS = "links"
+CLOCK = "clock"
 
 Need = tuple[str | None, str, tuple[str, ...]]  # Kafka version (None: default), backend, parts
 
@@ -49,6 +50,8 @@ def case_needs(case: Case) -> set[Need]:
         parts.append("tools")
     if getattr(case, "failure", None) in LINK_FAILURES:
         parts.append(LINKS)  # the fault proxy (Toxiproxy), not a Kafka component
+    if getattr(case, "failure", None) in CLOCK_FAILURES:
+        parts.append(CLOCK)  # libfaketime for the node JVMs, not a Kafka component
     versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
     return {(v, case.backend, tuple(parts)) for v in versions}
 
@@ -83,8 +86,13 @@ def prepare(needs: Iterable[Need]) -> float:
                     linkproxy.ensure_toxiproxy()
                 except Exception as exc:  # the link-fault cases report it themselves
                     once.say(f"kreplica: preparing the link fault proxy failed: {exc}")
+            if CLOCK in parts:
+                try:
+                    faketime.ensure_library()
+                except Exception as exc:  # the clock-fault cases report it themselves
+                    once.say(f"kreplica: preparing libfaketime failed: {exc}")
             try:
-                dist = distribution.resolve(version, tuple(sorted(parts - {LINKS})))
+                dist = distribution.resolve(version, tuple(sorted(parts - {LINKS, CLOCK})))
                 if backend == "docker":
                     docker_image.ensure_image(dist.version)
                 else:

@@ -203,6 +203,17 @@ def render_report(run_dir: str | Path) -> str:
                                              "acked_at_s"]))
     else:
         parts.append("<p>Every acknowledged message was consumed.</p>")
+    counts = verdict.get("counts") or {}
+    if "txns_committed" in counts:  # history version 2 (docs/history.md)
+        parts.append("<h2>Transactions</h2>")
+        parts.append(_kv({"committed": counts["txns_committed"],
+                          "aborted": counts.get("txns_aborted", 0),
+                          "indeterminate": counts.get("txns_info", 0),
+                          **{name: counts.get(name, 0) for name in
+                             ("aborted_read", "precommitted_read", "lost_committed",
+                              "torn_transaction")}},
+                        highlight=("aborted_read", "precommitted_read", "lost_committed",
+                                   "torn_transaction")))
     examples = {k: v for k, v in (verdict.get("examples") or {}).items() if v}
     for anomaly, rows in examples.items():
         rows = rows if isinstance(rows, list) else [rows]

@@ -5,6 +5,7 @@ and shades the faults, so a rise in unseen messages lines up with the fault that
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import matplotlib
@@ -74,7 +75,7 @@ def fault_spans(data: RunData) -> list[dict[str, Any]]:
         kind, row, t = e.get("kind"), row_of(e), data.seconds(e.get("time_ns"))
         if kind in STRIKE_EVENTS and row is not None:
             span = {"node": row, "kind": kind, "role": e.get("role"), "start": t,
-                    "restore": None, "recovered": None}
+                    "restore": None, "recovered": None, "skew": skew_of(e)}
             spans.append(span)
             open_by_row[row] = span
         elif kind in RESTORE_EVENTS and row in open_by_row:
@@ -85,6 +86,15 @@ def fault_spans(data: RunData) -> list[dict[str, Any]]:
         if span["restore"] is None:
             span["restore"] = data.end_s
     return spans
+
+
+SKEW = re.compile(r"measured: skew ([^;(]+? s)")
+
+
+def skew_of(event: dict[str, Any]) -> str | None:
+    """The clock skew a strike measured on its node ("+60.0 s"; clock faults), else None."""
+    match = SKEW.search(event.get("detail") or "")
+    return match.group(1) if match else None
 
 
 def _shade(ax: Any, spans: list[dict[str, Any]]) -> None:
@@ -111,7 +121,8 @@ def timeline_svg(data: RunData) -> str:
         if s["recovered"] is not None:
             ax.barh(y, s["recovered"] - s["restore"], left=s["restore"], height=0.5,
                     color=STRIKE_EVENTS[s["kind"]].colour, alpha=0.3)
-        ax.annotate(f"{s['kind']} ({s['role']})", (s["start"], y + 0.32), fontsize=8)
+        skew = f", skew {s['skew']}" if s.get("skew") else ""  # the node's measured clock
+        ax.annotate(f"{s['kind']} ({s['role']}){skew}", (s["start"], y + 0.32), fontsize=8)
     started = False
     for e in data.events:
         t, r = data.seconds(e.get("time_ns")), row_of(e)

@@ -15,4 +15,11 @@ SCENARIOS: dict[str, str] = {
     "version-compat": "pytest_kreplica.scenarios.upgrade",
 }
 
-__all__ = ["SCENARIOS"]
+# the ``workload:`` dimension: what produces and reads; each module has ``produce`` and
+# ``Consumer`` with the plain workload's signatures, and may set ``HISTORY_VERSION``
+WORKLOADS: dict[str, str] = {
+    "plain": "pytest_kreplica.scenarios.workload",
+    "txn": "pytest_kreplica.scenarios.txn",
+}
+
+__all__ = ["SCENARIOS", "WORKLOADS"]

@@ -18,6 +18,7 @@ mirrored case) read from a second cluster's mirrored topics.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import platform
 import random
@@ -33,9 +34,10 @@ from ..history import RunWriter, write_run_json
 from ..report import build_verdict, write_report, write_verdict
 from ..validation.checker import check
 from ..validation.outcome import judge_case
+from . import WORKLOADS
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
 from .result import CaseResult, history_dict
-from .workload import Consumer, ProduceStats, produce
+from .workload import Consumer, ProduceStats
 
 if TYPE_CHECKING:
     from ..cluster.base import Cluster
@@ -231,6 +233,9 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         "start_time": time.time(), "source": case.source,
     }
     meta.update(run_meta or {})
+    version = getattr(_workload(case), "HISTORY_VERSION", 1)
+    if version > 1:  # docs/history.md: a version 1 run.json names no version
+        meta["history_version"] = version
     write_run_json(run_dir, meta)
     with RunWriter(run_dir) as writer:
         ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
@@ -285,17 +290,20 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
         with phases.timed(name):
             step(ctx)
     reader, read_topics = flow.reader(), flow.read_topics(topics)
-    consumer = Consumer(read_topics, case.partitions, reader.live_bootstrap_servers,
-                        read_writer, isolation_level=flow.isolation_level)
+    workload = _workload(case)
+    consumer: Consumer = workload.Consumer(read_topics, case.partitions,
+                                           reader.live_bootstrap_servers, read_writer,
+                                           isolation_level=flow.isolation_level)
     ctx.stats, ctx.consumer = ProduceStats(), consumer
     keep = hooks.keep_producing
     with phases.timed("produce"):
         consumer.start()
         threads = _run_hooks(hooks.during_produce, ctx, "during_produce")
         try:
-            produce(case, topics, cluster.live_bootstrap_servers(), produce_writer, ctx.stats,
-                    keep_going=(lambda: any(k() for k in keep)) if keep else None,
-                    max_rate=hooks.produce_rate)
+            workload.produce(case, topics, cluster.live_bootstrap_servers(), produce_writer,
+                             ctx.stats,
+                             keep_going=(lambda: any(k() for k in keep)) if keep else None,
+                             max_rate=hooks.produce_rate)
         finally:
             _join(threads, ctx)
     with phases.timed("drain"):
@@ -309,6 +317,11 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
             consumer.stop()
             _join(threads, ctx)
     ctx.extra["unseen_after_drain"] = len(missing)
+
+def _workload(case: Case):
+    """The module of the case's ``workload`` (``scenarios.WORKLOADS``)."""
+    return importlib.import_module(WORKLOADS[getattr(case, "workload", "plain")])
+
 
 def _readable_ends(cluster: Cluster, topics: list[str], partitions: int
                    ) -> Callable[[], dict[tuple[str, int], int]] | None:

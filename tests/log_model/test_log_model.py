@@ -22,7 +22,7 @@ pytestmark = pytest.mark.log_model
 
 def _run_and_verify(cluster, run_dir, output, profile, kreplica_options):
     started = time.monotonic()
-    run = run_log_model(cluster, run_dir, profile=profile,
+    run = run_log_model(cluster, run_dir, profile=profile, topic_prefix=f"logmodel-{profile}",
                         database_dir=output / DATABASE_DIR)
     print(f"log model {profile}: {run.examples} examples, {run.steps} steps in "
           f"{run.seconds:.1f} s (total with topic setup {time.monotonic() - started:.1f} s)")

@@ -141,3 +141,28 @@ def test_a_clean_check_is_one_spark_job_and_a_faulty_one_too(spark, tmp_path):
                                          "replicas": verdict.first_divergence[0]["replicas"]}]
     assert None not in verdict.first_divergence[0]["replicas"].values()
     assert [e["offset"] for e in verdict.examples["missing_batches"]] == [90, 93, 96, 99, 102]
+
+
+def test_replicas_emptied_by_retention_are_judged_from_their_log_start(spark, tmp_path):
+    """Retention runs on each broker on its own schedule: the leader and one follower have
+    deleted every segment below the high watermark (an empty active segment at 6 remains)
+    while the third still holds 0..5. Nothing committed and retained is missing; with a
+    high watermark above the empty segment's base it is."""
+    from pytest_kreplica.validation.replicas.layout import load_layout
+    from pytest_kreplica.validation.replicas.synth import segment_name
+    from pytest_kreplica.validation.replicas.verify import uncovered_replicas, verify_logs
+
+    def run(root: Path, hw: int) -> Path:
+        made = make_run(root, {1: [], 2: [], 3: batches(2)}, hw=hw)
+        for node in (1, 2):
+            folder = made / "replicas" / str(node) / "t-0"
+            folder.mkdir(parents=True)
+            (folder / segment_name(6)).write_bytes(b"")
+        return made
+
+    retained = run(tmp_path / "retained", hw=6)
+    assert uncovered_replicas(load_layout(retained)) == []
+    assert verify_logs(retained, spark=spark).valid
+    behind = run(tmp_path / "behind", hw=9)  # the HW says 6..8 are committed: held by none
+    assert [u["node"] for u in uncovered_replicas(load_layout(behind))] == [1, 2]
+    assert not verify_logs(behind, spark=spark).valid

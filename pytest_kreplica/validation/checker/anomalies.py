@@ -61,6 +61,17 @@ ANOMALY_TABLE: tuple[Anomaly, ...] = (
     Anomaly("nonmonotonic_sends", "pair", "a process's acknowledged offsets went down in "
             "invoke order", (), "nonmonotonic_sends"),
     Anomaly("recovered", "id", "an indeterminate send that was polled", (), "recovered"),
+    # history version 2, transactions (checker/txn.py; zero on version 1 histories)
+    Anomaly("aborted_read", "id", "a read_committed poll returned a record of an aborted "
+            "transaction (G1a)", _EVERY, "aborted_read"),
+    Anomaly("precommitted_read", "id", "a read_committed poll returned a record before its "
+            "transaction's commit was invoked", _EVERY, "precommitted_read"),
+    Anomaly("lost_committed", "transaction", "a committed transaction's acknowledged record "
+            "never read_committed-polled, although a read_committed poll went past it",
+            (ALO, EO), "lost_committed"),
+    Anomaly("torn_transaction", "transaction", "a read_committed reader saw part of a "
+            "committed transaction but skipped another record inside its read range",
+            _EVERY, "torn_transaction"),
 )
 
 ANOMALIES: dict[str, Anomaly] = {a.name: a for a in ANOMALY_TABLE}

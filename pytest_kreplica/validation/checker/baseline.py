@@ -13,9 +13,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ...errors import InputError
 from ...history import EVENTS, POLLS, SENDS, read_run_json
 from .anomalies import NAMES
-from .core import is_mirrored, resolve_semantics
+from .core import is_mirrored, is_v2, resolve_semantics
 from .tables import check_run_dir, find_table, iter_rows, read_exempting_events
 from .verdict import EXAMPLES_PER_ANOMALY, TOTALS, Verdict
 
@@ -33,6 +34,9 @@ def check_baseline(run_dir: str | os.PathLike[str], semantics: str | None = None
     meta = read_run_json(path, missing_ok=True)
     chosen = resolve_semantics(semantics, meta)
     mirrored = is_mirrored(path, meta)
+    if is_v2(path, meta):
+        raise InputError(f"{path}: history version 2 (transactions): the baseline checks "
+                         f"version 1 only; use the Spark checker (kreplica check)")
     sends_table, polls_table = find_table(path, SENDS), find_table(path, POLLS)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
 

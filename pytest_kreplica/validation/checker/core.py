@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
-from ...history import EVENTS, POLLS, SEMANTICS, SENDS, read_run_json
+from ...history import EVENTS, POLLS, SEMANTICS, SENDS, TXNS, read_run_json
 from ...rundir import REPLICAS_JSON
 from ..spark import spark_log, start_spark
 from .anomalies import NAMES
@@ -18,10 +18,11 @@ from .tables import (
     first_jsonl_problem,
     first_problem,
     parquet_schema_problem,
+    read_assignments,
     read_exempting_events,
     read_spark,
 )
-from .verdict import DEFAULT_SEMANTICS, Verdict
+from .verdict import DEFAULT_SEMANTICS, EXAMPLES_PER_ANOMALY, Verdict
 
 
 def resolve_semantics(semantics: str | None, meta: dict[str, Any]) -> str:
@@ -69,31 +70,58 @@ def check(
         problem = parquet_schema_problem(table) if table.format == "parquet" else None
         if problem:
             raise HistoryError(problem)
-    exempting = read_exempting_events(find_table(path, EVENTS, required=False))
+    events_table = find_table(path, EVENTS, required=False)
+    exempting = read_exempting_events(events_table)
+    v2 = is_v2(path, meta)
+    # version 2 only: a rebalance exempts just the partitions that changed owner
+    assignments = read_assignments(events_table) if v2 else None
+    txns_table = find_table(path, TXNS, required=False) if v2 else None
+    if txns_table is not None:
+        problem = first_problem(txns_table)
+        if problem:
+            raise HistoryError(problem)
 
     spark = start_spark(spark_master)
     extra: dict[str, Any] = {}
     with _spark_errors(path):
         from . import rules
 
-        frames = rules.build(read_spark(spark, sends_table),
-                             read_spark(spark, polls_table), exempting, mirrored)
+        sends_df, polls_df = read_spark(spark, sends_table), read_spark(spark, polls_table)
+        txn_counts: dict[str, int] = {}
+        txn_examples: dict[str, list] = {}
+        if v2:
+            from . import txn
+
+            out = txn.outcomes(spark, path)
+            txn_frames = txn.build(sends_df, polls_df, out)
+            txn_counts = txn.count(txn_frames)
+            txn_examples = txn.examples(txn_frames, txn_counts, EXAMPLES_PER_ANOMALY)
+            sends_df, polls_df = txn.v1_view(sends_df, polls_df, out)
+            extra["history_version"] = txn.HISTORY_VERSION
+        frames = rules.build(sends_df, polls_df, exempting, mirrored, assignments)
         raw = rules.count(frames)
         _judge_bad_rows(raw, sends_table, polls_table, extra)
         counts = {k: v for k, v in raw.items() if k not in ("bad_sends", "bad_polls",
                                                             "reused_ids")}
         if raw["reused_ids"]:
             extra["reused_ids"] = raw["reused_ids"]
-        examples: dict[str, list] = {}
+        examples: dict[str, list] = dict(txn_examples)
         lookup = (path / REPLICAS_JSON).exists()
-        if any(counts[a] for a in NAMES):
+        if any(counts.get(a, 0) for a in NAMES):
             with rules.cached(frames):
-                examples = rules.examples(frames, counts)
+                examples.update(rules.examples(frames, counts))
                 if lookup:
                     _locate_missing(spark, path, frames, counts, examples, extra)
         elif lookup:
             counts.update(in_log=0, not_in_log=0)
+    counts.update(txn_counts)
     return Verdict.from_counts(counts, chosen, examples, extra)
+
+
+def is_v2(run_dir: Path, meta: dict[str, Any]) -> bool:
+    """History version 2 (docs/history.md): run.json says so, or a txns table exists."""
+    return meta.get("history_version") == 2 or find_table(run_dir, TXNS, required=False) \
+        is not None
 
 
 def _judge_bad_rows(raw: dict[str, int], sends: Table, polls: Table,

@@ -69,7 +69,11 @@ def build(
     polls: DataFrame,
     exempting: dict[int, list[int]],
     mirrored: bool = False,
+    assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]] | None = None,
 ) -> Frames:
+    """``assignments`` (history version 2, ``tables.read_assignments``): when given, an
+    assign / rebalance exempts a pair only for a partition the process did not hold after
+    it (its owner changed); an event without an assignment exempts every partition."""
     u = _union(sends, polls)
 
     # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first). Every
@@ -113,7 +117,9 @@ def build(
 
     # a pair is exempt when its process had an assign / rebalance in (previous poll, this
     # poll]: the few event times travel in the plan as a literal map (no Python worker, no join)
-    if exempting:
+    if assignments:
+        exempt = _moved_partition(assignments)
+    elif exempting:
         times = F.create_map(*[
             c for process, ts in sorted(exempting.items())
             for c in (F.lit(process).cast(LongType()),
@@ -136,6 +142,27 @@ def build(
 
     per_id = _per_id(u, mirrored)
     return Frames(rows=u, per_id=per_id, mirrored=mirrored)
+
+
+def _moved_partition(assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]]
+                     ) -> Column:
+    """True for a candidate pair whose process had, in (previous poll, this poll], an
+    assign / rebalance that left this partition out of its assignment (or recorded none)."""
+    events = F.create_map(*[
+        c for process, evs in sorted(assignments.items())
+        for c in (F.lit(process).cast(LongType()), F.array(*[
+            F.struct(F.lit(t).cast(LongType()).alias("t"),
+                     (F.array(*[F.lit(x) for x in held]).cast("array<string>") if held is not None
+                      else F.lit(None).cast("array<string>")).alias("held"))
+            for t, held in evs]))
+    ])
+    mine = F.when(F.col("np_cand") | F.col("skip_cand"),
+                  F.try_element_at(events, F.col("process")))
+    here = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+    return F.coalesce(F.exists(mine, lambda e: (
+        (e["t"] > F.col("prev_t")) & (e["t"] <= F.col("t"))
+        & (e["held"].isNull() | ~F.coalesce(F.array_contains(e["held"], here),
+                                             F.lit(False))))), F.lit(False))
 
 
 def _count(cond: Column) -> Column:
@@ -225,6 +252,7 @@ EXAMPLE_COLUMNS = {
     "process": "long", "poll": "long", "prev_poll": "long",
 }
 PAIR_COUNTS = ("nonmonotonic_polls", "poll_skips", "nonmonotonic_sends", "inconsistent_offsets")
+RULE_NAMES = (*ID_FLAGS, *PAIR_COUNTS)  # the version 1 anomalies; txn.py counts the others
 
 
 def count(frames: Frames) -> dict[str, int]:
@@ -249,7 +277,7 @@ def count(frames: Frames) -> dict[str, int]:
 def examples(frames: Frames, counts: dict[str, int],
              limit: int = EXAMPLES_PER_ANOMALY) -> dict[str, list[dict[str, Any]]]:
     """A few offending rows per anomaly that occurred, in one query."""
-    wanted = [name for name in NAMES if counts.get(name)]
+    wanted = [name for name in NAMES if counts.get(name) and name in RULE_NAMES]
     if not wanted:
         return {}
     rows, per_id = frames.rows, frames.per_id

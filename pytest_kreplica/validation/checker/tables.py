@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import HistoryError
-from ...history import EVENTS, POLLS, SENDS, STATUSES
+from ...history import EVENTS, POLLS, SENDS, STATUSES, TXN_OUTCOMES, TXNS
 
 INT, STR = "int", "str"
 
@@ -41,6 +41,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("complete_ns", INT, True),
         Column("error", STR),
         Column("cluster", STR),
+        Column("txn", STR),  # version 2
     ),
     POLLS: (
         Column("process", INT, True),
@@ -52,6 +53,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("time_ns", INT, True),
         Column("index", INT),
         Column("cluster", STR),
+        Column("isolation", STR),  # version 2
+        Column("generation", INT),  # version 2
     ),
     EVENTS: (
         Column("time_ns", INT, True),
@@ -61,6 +64,17 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("role", STR),
         Column("detail", STR),
         Column("cluster", STR),
+        Column("assignment", STR),  # version 2: "topic:partition ..." after assign / rebalance
+        Column("generation", INT),  # version 2
+    ),
+    TXNS: (  # version 2: one row per transaction
+        Column("process", INT, True),
+        Column("txn", STR, True),
+        Column("status", STR, True, TXN_OUTCOMES),
+        Column("begin_ns", INT, True),
+        Column("end_ns", INT),
+        Column("complete_ns", INT, True),
+        Column("error", STR),
     ),
 }
 EXEMPTING_EVENTS = ("assign", "rebalance")
@@ -271,6 +285,25 @@ def read_exempting_events(table: Table | None) -> dict[int, list[int]]:
     for values in times.values():
         values.sort()
     return times
+
+
+def read_assignments(table: Table | None) -> dict[int, list[tuple[int, tuple[str, ...] | None]]]:
+    """process -> its ``assign`` / ``rebalance`` events in time order, each with the
+    partitions (``topic:partition``) it held afterwards, or None where the event recorded no
+    assignment (version 1). Empty when no event recorded one: then today's rule applies."""
+    out: dict[int, list[tuple[int, tuple[str, ...] | None]]] = {}
+    if table is None:
+        return out
+    recorded = False
+    for row in iter_rows(table):
+        if row["kind"] in EXEMPTING_EVENTS and row.get("process") is not None:
+            text = row.get("assignment")
+            recorded = recorded or text is not None
+            held = None if text is None else tuple(sorted(text.split()))
+            out.setdefault(row["process"], []).append((row["time_ns"], held))
+    for values in out.values():
+        values.sort(key=lambda v: v[0])
+    return out if recorded else {}
 
 
 # ---------------------------------------------------------------- Spark readers

@@ -94,7 +94,13 @@ def judge_partition(unit: dict[str, Any], rows: Iterator[tuple]) -> list[tuple]:
             detail.append(r)
         s = span.setdefault(r[3], [r[6], r[7]])
         s[0], s[1] = min(s[0], r[6]), max(s[1], r[7])
-    lo = max((s[0] for s in span.values()), default=0)
+    # a replica whose every batch retention deleted holds only an empty active segment: its
+    # log starts at that segment's base offset, and nothing below it is missing there
+    emptied = {}
+    for r in segs:
+        if r[3] not in span:
+            emptied[r[3]] = max(emptied.get(r[3], r[6]), r[6])
+    lo = max([s[0] for s in span.values()] + list(emptied.values()), default=0)
     committed = [r for r in detail if lo <= r[6] < hw]
     found: dict[str, list[tuple]] = {"corrupt": [], "missing": [], "divergent": []}
     for r in committed:  # (offset, node, file, position, problem)

@@ -112,7 +112,9 @@ def uncovered_replicas(layout: ReplicaLayout) -> list[dict[str, Any]]:
             directory = layout.partition_dir(node, p.topic, p.partition)
             if not directory.is_dir():
                 problem = "no partition directory in the snapshot"
-            elif not any(f.stat().st_size for f in directory.glob("*.log")):
+            elif not any(f.stat().st_size for f in directory.glob("*.log")) and max(
+                    (int(f.stem) for f in directory.glob("*.log")), default=0
+            ) < p.high_watermark:  # an empty segment at the HW: retention emptied the log
                 problem = "no record batch in the snapshot"
             else:
                 continue

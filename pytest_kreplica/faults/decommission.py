@@ -1,0 +1,97 @@
+"""broker_decommission: a broker removed from the running cluster while the producer runs
+(issue 16, part 5), the way an operator does it: every replica it holds (the case's topics
+and the internal ones) reassigned to the other brokers and waited for, then the broker
+stopped (SIGTERM, controlled shutdown) and unregistered from the KRaft controller
+(``kafka-cluster.sh unregister``: ClusterTool from the version's kafka-tools jars).
+
+Verified to act: the strike returns once the moves are complete in metadata and
+DescribeCluster (fenced brokers included) no longer lists the node; the event carries the
+old and new assignment and the brokers seen. The restore starts the node again on its old
+directory: it registers as a new, empty broker (it holds none of the moved replicas), so a
+pooled cluster is whole for the next case while the final snapshot shows the new assignment.
+Process backend only: the tool runs beside local JVMs (a docker cluster would need it run in
+a container on the cluster network; not offered there).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import TYPE_CHECKING
+
+from ..cluster import distribution
+from ..errors import ClusterError
+from ..waits import wait_for
+from . import moves, reassign
+from .failure import GONE_AT_RECOVERY, Failure
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+
+CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
+TOOL_TIMEOUT_S = 60.0
+MOVE_TIMEOUT_S = 60.0  # the replicas must have left the node before it is stopped
+
+
+def unregister(cluster: Cluster, node: int) -> str:
+    """``kafka-cluster.sh unregister --id node`` against the running nodes; its output."""
+    version = getattr(cluster, "kafka_version", None) or cluster.spec.kafka_version
+    dist = distribution.resolve(version, ("broker", "tools"))
+    cmd = [c for c in dist.command(CLUSTER_TOOL, "unregister", "--bootstrap-server",
+                                   cluster.live_bootstrap_servers(), "--id", str(node),
+                                   component="tools") if not c.startswith("-Xm")]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ClusterError(f"unregister of node {node} did not finish within "
+                           f"{TOOL_TIMEOUT_S:.0f} s (expected exit 0)") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise ClusterError(f"unregister of node {node} exited {proc.returncode} (expected "
+                           f"0): {' | '.join(tail)}")
+    said = [line for line in proc.stdout.splitlines() if line and not line.startswith(("[", " "))]
+    return said[-1] if said else ""  # "Broker N is no longer registered." (log lines left out)
+
+
+def registered_brokers(cluster: Cluster) -> list[int]:
+    """Every broker DescribeCluster lists, fenced ones included."""
+    with moves.admin_client(cluster) as admin:
+        return sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"])
+
+
+def strike(cluster: Cluster, node: int) -> str:
+    """Move every replica off ``node``, stop it, unregister it; returns what was moved and
+    the brokers DescribeCluster lists afterwards."""
+    before = moves.topic_states(cluster, internal=True)
+    brokers = [b for b in moves.running_brokers(cluster) if b != node]
+    planned = reassign.plan_moves(before, node, brokers)
+    reassign.submit(cluster, before, planned)
+    _, moved_s = reassign.wait_complete(cluster, planned, MOVE_TIMEOUT_S)
+    cluster.terminate(node)
+    said = unregister(cluster, node)
+    seen: list[list[int]] = [[]]
+
+    def gone() -> str | None:
+        seen[0] = registered_brokers(cluster)
+        return None if node not in seen[0] else f"brokers {seen[0]}"
+
+    wait_for(gone, moves.ACT_TIMEOUT_S, f"node {node} gone from DescribeCluster")
+    case_moves = {p: r for p, r in planned.items() if not p[0].startswith("__")}
+    return (f"moved {reassign.assignment(before, case_moves)} (and "
+            f"{len(planned) - len(case_moves)} internal partitions) in {moved_s:.2f} s; "
+            f"node {node} stopped and unregistered ({said or 'no output'}); brokers now "
+            f"{seen[0]}")
+
+
+def restore(cluster: Cluster, node: int, timeout: float) -> str:
+    """Start the node again: it registers as an empty broker."""
+    cluster.start_node(node, timeout=timeout)
+    return f"node {node} registered again as an empty broker: brokers " \
+           f"{registered_brokers(cluster)}"
+
+
+FAILURE = Failure(
+    name="broker_decommission", doc="its replicas reassigned to the other brokers, then "
+    "stopped and unregistered; started again empty (needs brokers > replication_factor)",
+    event="decommission", restore_event="recommission", colour="#ad494a",
+    label="broker decommissioned", backends=("process",), moves_leadership=True,
+    leader_gone=GONE_AT_RECOVERY, random=False, strike=strike, restore=restore)

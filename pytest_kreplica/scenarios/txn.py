@@ -1,0 +1,209 @@
+"""The ``txn`` workload (matrix ``workload: txn``, issue 17): Jepsen-style transactions.
+
+One transactional producer (kafka-python ``transactional_id``) writes random transactions of
+1-4 records over the case's topics and partitions, and commits or aborts each by a seeded
+coin (3 in 4 commit). Every record becomes a ``sends`` row with its transaction id, and every
+transaction a ``txns`` row with its outcome: ``committed`` / ``aborted`` only when the
+client said so, ``info`` when a commit or abort raised (it may have happened). Two
+read_committed members of one consumer group (``txn_group``) and a read_uncommitted observer
+(the plain workload's consumer, its polls labelled) read meanwhile. The run directory is
+history version 2 (docs/history.md).
+
+The module offers what the runner asks of a workload: ``produce`` and ``Consumer``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..history import RunWriter, now_ns
+from ..matrix import Case
+from .txn_group import GroupReader
+from .workload import (
+    MAX_BLOCK_MS,
+    REQUEST_TIMEOUT_MS,
+    ProduceStats,
+    classify,
+    record_value,
+)
+from .workload import Consumer as PlainConsumer
+
+HISTORY_VERSION = 2
+PRODUCER_PROCESS, GROUP_PROCESSES, OBSERVER_PROCESS = 0, (1, 2), 9
+COMMIT_SHARE = 0.75
+MAX_RECORDS = 4
+DELIVERY_TIMEOUT_MS = 30_000
+__all__ = ["HISTORY_VERSION", "Consumer", "produce"]
+
+
+def _producer(case: Case, bootstrap: str, transactional_id: str):
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap.split(","), client_id="kreplica-txn-producer",
+        transactional_id=transactional_id, enable_idempotence=True, acks="all",
+        compression_type=None if case.compression == "none" else case.compression,
+        linger_ms=5, request_timeout_ms=REQUEST_TIMEOUT_MS,
+        delivery_timeout_ms=DELIVERY_TIMEOUT_MS, max_block_ms=MAX_BLOCK_MS,
+        transaction_timeout_ms=DELIVERY_TIMEOUT_MS, reconnect_backoff_max_ms=1000)
+    producer.init_transactions()  # fences an earlier instance, aborts its open transaction
+    return producer
+
+
+def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
+            stats: ProduceStats | None = None, stop: threading.Event | None = None,
+            process: int = PRODUCER_PROCESS, keep_going: Callable[[], bool] | None = None,
+            max_rate: float | None = None) -> ProduceStats:
+    """Write transactions until ``messages`` records were sent (and while ``keep_going``)."""
+    stats = stats or ProduceStats()
+    rng = random.Random(case.seed)
+    targets = [(t, p) for t in topics for p in range(case.partitions)]
+    transactional_id = f"kr-txn-{topics[0]}"[:200]
+    producer = _producer(case, bootstrap, transactional_id)
+    writer.event("start", process=process, detail=f"transactional producer {transactional_id}")
+    started, n = time.monotonic(), 0
+    try:
+        while stats.sent < case.messages or (keep_going is not None and keep_going()):
+            if stop is not None and stop.is_set():
+                break
+            n += 1
+            ok = _one_transaction(producer, f"T{n:06d}", rng, targets, case, writer, stats,
+                                  process)
+            if not ok:  # the producer is unusable: a fresh one fences it
+                with contextlib.suppress(Exception):
+                    producer.close(timeout=5)
+                writer.event("client-crash", process=process, detail="txn producer replaced")
+                producer = _producer(case, bootstrap, transactional_id)
+            if max_rate:
+                time.sleep(max(0.0, stats.sent / max_rate - (time.monotonic() - started)))
+    finally:
+        with contextlib.suppress(Exception):
+            producer.close(timeout=10)
+    return stats
+
+
+def _one_transaction(producer: Any, txn: str, rng: random.Random,
+                     targets: list[tuple[str, int]], case: Case, writer: RunWriter,
+                     stats: ProduceStats, process: int) -> bool:
+    """One transaction, recorded; False when the producer must be replaced."""
+    commit = rng.random() < COMMIT_SHARE
+    picks = [rng.choice(targets) for _ in range(rng.randint(1, MAX_RECORDS))]
+    begin, end_ns, error, usable = now_ns(), None, None, True
+    sent: list[tuple[str, str, int, int, Any]] = []
+    try:
+        producer.begin_transaction()
+        for i, (topic, partition) in enumerate(picks):
+            rid = f"{txn}-{i}"
+            invoke = now_ns()
+            future = producer.send(topic, value=record_value(rid, case.message_bytes),
+                                   partition=partition)
+            sent.append((rid, topic, partition, invoke, future))
+        end_ns = now_ns()
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+        outcome = "committed" if commit else "aborted"
+    except Exception as exc:
+        error, outcome = repr(exc), "info"
+        if end_ns is None or not commit:  # never asked to commit: an abort settles it
+            try:
+                producer.abort_transaction()
+                outcome = "aborted"
+            except Exception:
+                usable = False
+        else:
+            usable = False
+    done = now_ns()
+    for rid, topic, partition, invoke, future in sent:
+        status, offset, err = _settled(future)
+        writer.send(process=process, topic=topic, partition=partition, id=rid, offset=offset,
+                    status=status, invoke_ns=invoke, complete_ns=done, error=err, txn=txn)
+        stats.sent += 1
+        # what the drain waits for: committed records; aborted ones are never readable
+        stats.count({"committed": status, "aborted": "fail"}.get(outcome, "info"), rid)
+    writer.txn(process=process, txn=txn, status=outcome, begin_ns=begin, end_ns=end_ns,
+               complete_ns=now_ns(), error=error)
+    return usable
+
+
+def _settled(future: Any) -> tuple[str, int | None, str | None]:
+    """A record's own status: ok with its offset, or what its error proves."""
+    if not future.is_done:
+        return "info", None, "not completed"
+    if future.succeeded():
+        return "ok", future.value.offset, None
+    return classify(future.exception, retried=True), None, repr(future.exception)
+
+
+class _Labelled:
+    """The observer's writer: its polls carry ``isolation: read_uncommitted``."""
+
+    def __init__(self, writer: RunWriter):
+        self._writer = writer
+
+    def poll(self, *args: Any, **kwargs: Any) -> None:
+        self._writer.poll(*args, isolation="read_uncommitted", **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+
+class Consumer:
+    """The group's members and the observer, with the runner's consumer interface."""
+
+    def __init__(self, topics: Sequence[str], partitions: int, bootstrap: Callable[[], str],
+                 writer: RunWriter, isolation_level: str = "read_committed"):
+        group = f"kr-group-{topics[0]}"[:200]
+        self.members = [GroupReader(list(topics), group, bootstrap, writer, p)
+                        for p in GROUP_PROCESSES]
+        self.observer = PlainConsumer(topics, partitions, bootstrap, _Labelled(writer),
+                                      process=OBSERVER_PROCESS,
+                                      isolation_level="read_uncommitted")
+        self.writer = writer
+        self.errors: list[str] = []
+
+    @property
+    def polled(self) -> int:
+        return sum(m.polled for m in self.members)
+
+    def seen(self) -> set[str]:
+        out: set[str] = set()
+        for m in self.members:
+            with m.lock:
+                out |= m.seen
+        return out
+
+    def start(self) -> Consumer:
+        for m in self.members:
+            m.start()
+        self.observer.start()
+        return self
+
+    def drain(self, acked_ids: set[str], timeout: float, readable_ends: Any = None
+              ) -> set[str]:
+        """Wait until the group has read every committed record or ``timeout`` passed."""
+        self.writer.event("drain-start", process=GROUP_PROCESSES[0],
+                          detail=f"waiting for {len(acked_ids)} committed records, "
+                                 f"at most {timeout:.0f} s")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not acked_ids <= self.seen():
+            if not any(m.alive() for m in self.members):
+                break
+            time.sleep(0.2)
+        missing = acked_ids - self.seen()
+        self.stop()
+        self.writer.event("drain-end", process=GROUP_PROCESSES[0],
+                          detail=f"{len(missing)} committed records unseen by the group")
+        return missing
+
+    def stop(self, timeout: float = 30.0) -> None:
+        for m in self.members:
+            m.stop(timeout)
+        self.observer.stop(timeout)
+        self.errors = [e for m in self.members for e in m.errors] + self.observer.errors

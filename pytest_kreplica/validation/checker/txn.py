@@ -1,0 +1,163 @@
+"""The transactional rules of history version 2 (docs/history.md), on Spark.
+
+A version 2 run directory adds a ``txns`` table (one row per transaction: its outcome) and
+a ``txn`` column to sends, ``isolation`` / ``generation`` to polls. Two things happen here:
+
+* ``v1_view``: what the version 1 rules should judge. Sends of an aborted transaction are
+  not acknowledged writes (dropped, and so are read_committed polls of them: those are
+  ``aborted_read``); sends of an indeterminate transaction are indeterminate; only
+  read_committed (or unlabelled) polls count as the consumers' reads: the read_uncommitted
+  observer legitimately sees uncommitted and aborted records.
+* ``build`` / ``count`` / ``examples``: the four transactional anomalies, each a Spark join
+  over the reads and the transactional sends (no Python UDF, nothing collected but counts
+  and a few examples):
+
+  aborted_read      (per id)   a read_committed poll returned a record of an aborted txn (G1a)
+  precommitted_read (per id)   a read_committed poll returned a record of a transaction
+                               before that transaction's commit was invoked
+  lost_committed    (per txn)  a committed transaction has an acknowledged record no
+                               read_committed poll returned, although a read_committed poll
+                               of its partition returned a greater offset
+  torn_transaction  (per txn and reader) a read_committed reader returned some records of a
+                               committed transaction but not another one lying strictly
+                               inside the offsets it read of that partition in one group
+                               generation
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ...history import TXNS
+from .tables import find_table, read_spark
+
+TXN_ANOMALIES = ("aborted_read", "precommitted_read", "lost_committed", "torn_transaction")
+HISTORY_VERSION = 2
+RC, RU = "read_committed", "read_uncommitted"
+_EXAMPLE = {"txn": "string", "id": "string", "process": "long", "topic": "string",
+            "partition": "long", "offset": "long", "poll": "long", "time_ns": "long",
+            "end_ns": "long"}
+
+
+@dataclass
+class TxnFrames:
+    offending: DataFrame  # anomaly, key, and the example columns
+    outcomes: DataFrame   # txn, outcome, end_ns
+
+
+def outcomes(spark, run_dir: Path) -> DataFrame:
+    """One row per transaction: txn, outcome (two differing rows: indeterminate), end_ns."""
+    table = find_table(run_dir, TXNS, required=False)
+    if table is None:
+        return spark.createDataFrame([], "txn string, outcome string, end_ns long")
+    txns = read_spark(spark, table).where(~F.col("_bad"))
+    return txns.groupBy("txn").agg(
+        F.when(F.count_distinct("status") == 1, F.first("status")).otherwise(F.lit("info"))
+        .alias("outcome"),
+        F.max("end_ns").alias("end_ns"))
+
+
+def _with_outcome(sends: DataFrame, out: DataFrame) -> DataFrame:
+    o = out.select(F.col("txn").alias("_txn"), F.col("outcome").alias("_outcome"),
+                   F.col("end_ns").alias("_end_ns"))
+    joined = sends.join(o, sends["txn"] == o["_txn"], "left")
+    # a transaction that never wrote its outcome (the producer crashed) is indeterminate
+    outcome = F.when(F.col("txn").isNotNull(), F.coalesce("_outcome", F.lit("info")))
+    return joined.withColumn("_outcome", outcome)
+
+
+def v1_view(sends: DataFrame, polls: DataFrame, out: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The sends and polls the version 1 rules judge (module docstring)."""
+    s = _with_outcome(sends, out)
+    status = (F.when((F.col("_outcome") == "info") & (F.col("status") == "ok"), F.lit("info"))
+              .otherwise(F.col("status")))
+    kept = s.where(F.col("_outcome").isNull() | (F.col("_outcome") != "aborted"))
+    sends_v1 = kept.select(*[status.alias(c) if c == "status" else F.col(c)
+                             for c in sends.columns])
+    aborted = s.where(F.col("_outcome") == "aborted").select("id").distinct()
+    # file order stands for a missing index: pin it before the join can reorder rows
+    p = polls.withColumn("index", F.coalesce("index", F.monotonically_increasing_id()))
+    p = p.where(F.col("isolation").isNull() | (F.col("isolation") != RU))
+    polls_v1 = p.join(aborted, "id", "left_anti").select(*polls.columns)
+    return sends_v1, polls_v1
+
+
+def build(sends: DataFrame, polls: DataFrame, out: DataFrame) -> TxnFrames:
+    c = F.col
+    s = _with_outcome(sends.where(~c("_bad") & c("txn").isNotNull()), out).select(
+        "id", "txn", "topic", "partition", "offset", "status",
+        c("_outcome").alias("outcome"), c("_end_ns").alias("end_ns"))
+    rc = polls.where(~c("_bad") & (c("isolation") == RC)).select(
+        "process", "poll", "id", "topic", "partition", "offset", "time_ns",
+        F.coalesce("generation", F.lit(-1)).alias("gen"))
+
+    aborted = rc.join(s.where(c("outcome") == "aborted").select("id", "txn"), "id")
+    precommitted = rc.join(
+        s.where(c("outcome") != "aborted").select("id", "txn", "end_ns"), "id"
+    ).where(c("end_ns").isNull() | (c("time_ns") < c("end_ns")))
+
+    committed = s.where((c("outcome") == "committed") & (c("status") == "ok")
+                        & c("offset").isNotNull())
+    reach = rc.groupBy("topic", "partition").agg(F.max("offset").alias("reach"))
+    read_ids = rc.select("id").distinct()
+    lost = (committed.join(reach, ["topic", "partition"]).where(c("reach") > c("offset"))
+            .join(read_ids, "id", "left_anti"))
+
+    touched = rc.join(committed.select("id", "txn"), "id").select("process", "txn").distinct()
+    ranges = rc.groupBy("process", "topic", "partition", "gen").agg(
+        F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+    torn = (touched.join(committed, "txn")
+            .join(ranges, ["process", "topic", "partition"])
+            .where((c("lo") < c("offset")) & (c("offset") < c("hi")))
+            .join(rc.select("process", "id"), ["process", "id"], "left_anti"))
+
+    def shape(df: DataFrame, name: str, key) -> DataFrame:
+        cols = set(df.columns)
+        return df.select(F.lit(name).alias("anomaly"), key.cast("string").alias("key"),
+                         *[(c(k) if k in cols else F.lit(None)).cast(t).alias(k)
+                           for k, t in _EXAMPLE.items()])
+
+    offending = (shape(aborted, "aborted_read", c("id"))
+                 .unionByName(shape(precommitted, "precommitted_read", c("id")))
+                 .unionByName(shape(lost, "lost_committed", c("txn")))
+                 .unionByName(shape(torn, "torn_transaction",
+                                    F.concat_ws("/", c("txn"), c("process").cast("string")))))
+    return TxnFrames(offending, out)
+
+
+def count(frames: TxnFrames) -> dict[str, int]:
+    """The four anomalies (distinct offending keys) and the transactions by outcome."""
+    rows = (frames.offending.groupBy("anomaly").agg(F.count_distinct("key").alias("n"))
+            .collect())
+    counts = dict.fromkeys(TXN_ANOMALIES, 0)
+    counts.update({r["anomaly"]: int(r["n"]) for r in rows})
+    by_outcome = {r["outcome"]: int(r["n"]) for r in
+                  frames.outcomes.groupBy("outcome").agg(F.count("*").alias("n")).collect()}
+    for outcome in ("committed", "aborted", "info"):
+        counts[f"txns_{outcome}"] = by_outcome.get(outcome, 0)
+    return counts
+
+
+def examples(frames: TxnFrames, counts: dict[str, int], limit: int
+             ) -> dict[str, list[dict[str, Any]]]:
+    """A few offending rows per anomaly that occurred, in one query."""
+    wanted = [name for name in TXN_ANOMALIES if counts.get(name)]
+    if not wanted:
+        return {}
+    from pyspark.sql import Window
+
+    w = Window.partitionBy("anomaly").orderBy("key", "process", "offset")
+    picked = (frames.offending.where(F.col("anomaly").isin(*wanted))
+              .withColumn("_n", F.row_number().over(w)).where(F.col("_n") <= limit)
+              .orderBy("anomaly", "_n").collect())
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in picked:
+        d = {k: v for k, v in r.asDict().items()
+             if v is not None and k not in ("anomaly", "key", "_n")}
+        out.setdefault(r["anomaly"], []).append(d)
+    return out

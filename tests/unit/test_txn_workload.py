@@ -1,0 +1,116 @@
+"""The ``txn`` workload's pure logic: the dimension, the registry, and how one transaction's
+outcome is recorded (a stand-in producer; the real one runs in matrices/transactions.yaml)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+
+import pytest
+
+from pytest_kreplica.history import RunWriter
+from pytest_kreplica.matrix import DIMENSIONS, InvalidValue
+from pytest_kreplica.scenarios import WORKLOADS
+from pytest_kreplica.scenarios import txn as workload
+from pytest_kreplica.scenarios.workload import ProduceStats
+
+
+def test_workload_dimension_marks_txn_cases_and_names_its_values():
+    dim = DIMENSIONS["workload"]
+    assert dim.default == "plain" and dim.parse("txn") == "txn"
+    assert dim.markers("txn") == ["txn"] and dim.markers("plain") == []
+    with pytest.raises(InvalidValue, match="plain | txn"):
+        dim.parse("transactions")
+
+
+def test_every_registered_workload_has_the_runner_interface():
+    for name, module in WORKLOADS.items():
+        mod = importlib.import_module(module)
+        assert callable(mod.produce) and callable(mod.Consumer), name
+    assert importlib.import_module(WORKLOADS["txn"]).HISTORY_VERSION == 2
+
+
+class _Meta:
+    def __init__(self, offset):
+        self.offset = offset
+
+
+class _Future:
+    def __init__(self, offset=None, error=None, done=True):
+        self.is_done, self._offset, self.exception = done, offset, error
+        self.value = _Meta(offset)
+
+    def succeeded(self):
+        return self.is_done and self.exception is None
+
+
+class _Producer:
+    """Answers like kafka-python's transactional producer; ``fail`` names a step to raise."""
+
+    def __init__(self, fail=None):
+        self.fail, self.calls, self.offset = fail, [], 0
+
+    def _step(self, name):
+        self.calls.append(name)
+        if self.fail == name:
+            raise RuntimeError(f"{name} failed")
+
+    def begin_transaction(self):
+        self._step("begin")
+
+    def send(self, topic, value, partition):
+        self._step("send")
+        self.offset += 1
+        return _Future(self.offset)
+
+    def commit_transaction(self):
+        self._step("commit")
+
+    def abort_transaction(self):
+        self._step("abort")
+
+
+class _Case:
+    message_bytes = 0
+
+
+def _run(tmp_path, producer, seed):
+    stats = ProduceStats()
+    with RunWriter(tmp_path) as w:
+        usable = workload._one_transaction(producer, "T1", random.Random(seed),
+                                           [("t", 0), ("t", 1)], _Case(), w, stats, 0)
+    rows = [json.loads(x) for x in (tmp_path / "sends.jsonl").read_text().splitlines()]
+    (txn,) = [json.loads(x) for x in (tmp_path / "txns.jsonl").read_text().splitlines()]
+    return usable, rows, txn, stats
+
+
+def _seed(commits: bool) -> int:
+    return next(s for s in range(100)
+                if (random.Random(s).random() < workload.COMMIT_SHARE) is commits)
+
+
+def test_a_committed_transaction_records_its_sends_and_outcome(tmp_path):
+    usable, rows, txn, stats = _run(tmp_path, _Producer(), _seed(True))
+    assert usable and txn["status"] == "committed" and txn["end_ns"] is not None
+    assert rows and all(r["txn"] == "T1" and r["status"] == "ok" for r in rows)
+    assert stats.acked_ids == {r["id"] for r in rows}
+
+
+def test_an_aborted_transaction_is_never_waited_for(tmp_path):
+    usable, rows, txn, stats = _run(tmp_path, _Producer(), _seed(False))
+    assert usable and txn["status"] == "aborted" and stats.acked_ids == set()
+    assert stats.failed == len(rows)
+
+
+def test_a_failed_commit_is_indeterminate_and_replaces_the_producer(tmp_path):
+    usable, rows, txn, stats = _run(tmp_path, _Producer(fail="commit"), _seed(True))
+    assert not usable and txn["status"] == "info" and "commit failed" in txn["error"]
+    assert stats.acked_ids == set() and stats.info == len(rows)
+
+
+def test_a_failure_before_commit_is_settled_by_an_abort(tmp_path):
+    producer = _Producer(fail="send")
+    usable, rows, txn, _ = _run(tmp_path, producer, _seed(True))
+    assert usable and txn["status"] == "aborted" and txn["end_ns"] is None
+    assert producer.calls[-1] == "abort" and rows == []
