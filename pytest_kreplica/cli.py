@@ -13,6 +13,9 @@ from .errors import KreplicaError
 from .history import SEMANTICS
 
 ENV_TRACEBACK = "KREPLICA_TRACEBACK"
+SPARK_MASTER_HELP = ("local[N] (default local[2]), connect (this machine's shared Spark Connect "
+                     "server: a warm one answers a small check in seconds), sc://host:port, "
+                     "spark://host:port; env KREPLICA_SPARK_MASTER")
 # sub-command -> "module:function"; the function takes the parsed args, returns an exit code
 COMMANDS = {
     "check": "pytest_kreplica.validation.checker.cli:run_check",
@@ -40,13 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--semantics", choices=SEMANTICS)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
+    p.add_argument("--spark-master", help=SPARK_MASTER_HELP)
 
     p = _add(sub, "verify-logs", "compare every replica's log in a run directory batch by "
              "batch (Spark)")
     p.add_argument("run_dir")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
+    p.add_argument("--spark-master", help=SPARK_MASTER_HELP)
 
     p = _add(sub, "cluster", "start or stop a local Kafka cluster by hand")
     csub = p.add_subparsers(dest="cluster_command", required=True)
@@ -71,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
              "(or all below it)")
     p.add_argument("run_dir")
     p.add_argument("--semantics", choices=SEMANTICS)
-    p.add_argument("--spark-master", help="Spark master URL (env KREPLICA_SPARK_MASTER)")
+    p.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     return parser
 
 

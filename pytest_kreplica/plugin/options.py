@@ -23,8 +23,10 @@ HELP_KAFKA_VERSION = ("Kafka version x.y.z for cases whose matrix does not set o
                       "env KREPLICA_KAFKA_VERSION)")
 HELP_BACKEND = (f"cluster backend: {' | '.join(backend_names())} "
                 "(default: process; env KREPLICA_BACKEND)")
-HELP_SPARK_MASTER = ("Spark master URL for the validation (default: local; "
-                     "env KREPLICA_SPARK_MASTER)")
+HELP_SPARK_MASTER = ("Spark for the validation: local[N] (default local[2], in-process), "
+                     "connect (this machine's shared Spark Connect server, started on first "
+                     "use), sc://host:port (a Spark Connect server), spark://host:port "
+                     "(a standalone cluster); env KREPLICA_SPARK_MASTER")
 HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "
                          "(env KREPLICA_NO_REPLICA_CHECK=1)")
 

@@ -1,7 +1,12 @@
 """One SparkSession per process, shared by the history checker and the replica-log verifier.
 
-Local mode (``local[2]``) by default; ``master`` (or env ``KREPLICA_SPARK_MASTER``) points at a
-real Spark cluster. pyspark is imported here, lazily, never at plugin import time.
+Local mode (``local[2]``, an in-process driver JVM) by default; ``master`` (or env
+``KREPLICA_SPARK_MASTER``) may be ``local[N]``, ``spark://host:port`` (a standalone cluster),
+``connect`` (this machine's shared Spark Connect server, started on first use: ``connect.py``)
+or ``sc://host:port`` (a remote Spark Connect server). Validation code works with both kinds of
+session: it uses no SparkContext, RDD or Python broadcast, only DataFrames, ``mapInArrow``,
+``default_parallelism`` and ``job_tag`` below. pyspark is imported here, lazily, never at
+plugin import time.
 
 Start-up is most of a small check's time, so the driver JVM is tuned as shared/SPARK-NOTES.md
 measured: UI off, ParallelGC, a quiet log4j2 file (errors only), and an application class-data
@@ -30,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from .. import once
 from ..cache import cache_dir
-from ..errors import CheckError, KreplicaError
+from ..errors import CheckError, InputError, KreplicaError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -40,9 +45,12 @@ ENV_CDS = "KREPLICA_SPARK_CDS"
 ENV_DRIVER_MEMORY = "KREPLICA_SPARK_DRIVER_MEMORY"
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"
+CONNECT = "connect"
+MASTER_FORMS = "local, local[N], local[*], spark://host:port, connect or sc://host:port"
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
+_session_url: str | None = None  # the master (or sc:// URL) _session was made for
 _archive_pending: tuple[Path, Path, contextlib.ExitStack] | None = None  # dump, archive, lock
 
 
@@ -53,9 +61,58 @@ def log4j_config() -> Path:
 
 def resolve_master(master: str | None = None) -> str:
     """Argument > env ``KREPLICA_SPARK_MASTER`` > ``local[2]`` (compared with ``is not None``)."""
-    if master is not None:
-        return master
-    return os.environ.get(ENV_MASTER) or DEFAULT_MASTER
+    url = master if master is not None else os.environ.get(ENV_MASTER) or DEFAULT_MASTER
+    if not (url == CONNECT or url.startswith(("local", "spark://", "sc://"))):
+        source = "the Spark master option" if master is not None else f"env {ENV_MASTER}"
+        raise InputError(f"{source}: {url!r} is not a Spark master (expected {MASTER_FORMS})")
+    return url
+
+
+def is_connect(url: str) -> bool:
+    return url == CONNECT or url.startswith("sc://")
+
+
+def driver_memory() -> str:
+    return os.environ.get(ENV_DRIVER_MEMORY) or DEFAULT_DRIVER_MEMORY
+
+
+def local_cores(master: str) -> int:
+    """N of ``local[N]`` (the machine's cores for ``local[*]``, 1 for ``local``)."""
+    inner = master[len("local["):-1] if master.startswith("local[") else "1"
+    return (os.cpu_count() or 2) if inner.startswith("*") else int(inner.split(",")[0])
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The session's default parallelism in both kinds of session (a Connect client has no
+    SparkContext: it asks the server's configuration, which ``connect_server`` sets)."""
+    if not _connect_session(spark):
+        return spark.sparkContext.defaultParallelism
+    value = spark.conf.get("spark.default.parallelism", None)
+    return int(value) if value else os.cpu_count() or 2
+
+
+def _connect_session(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+@contextlib.contextmanager
+def job_tag(spark: SparkSession, tag: str, description: str):
+    """Run the block's Spark jobs under ``tag``: the job group of a classic session (a
+    listener or its status tracker counts them), the operation tag of a Connect session."""
+    if _connect_session(spark):
+        spark.addTag(tag)
+        try:
+            yield
+        finally:
+            spark.removeTag(tag)
+        return
+    sc = spark.sparkContext
+    sc.setJobGroup(tag, description)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
 
 
 def _java_version() -> str:
@@ -157,61 +214,94 @@ def _prune_logs(directory: Path, keep_seconds: float = 86400.0) -> None:
                 old.unlink()
 
 
-def get_spark(master: str | None = None) -> SparkSession:
-    """Return the process-wide session, creating it on first use."""
-    global _session
+def get_spark(master: str | None = None, extra_conf: dict[str, str] | None = None
+              ) -> SparkSession:
+    """Return the process-wide session, creating it on first use (a Connect session is
+    checked against the machine's server on every call: it may have idled out)."""
+    global _session, _session_url
+    url = resolve_master(master)
+    if url == CONNECT:
+        from .connect import ensure_server
+
+        url = ensure_server()
     with _lock:
-        if _session is not None:
+        if _session is not None and _session_url == url:
             return _session
+        if _session is not None:
+            _stop_locked()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # pyspark vs pandas 3 notice
-            from pyspark import SparkConf, SparkContext
-            from pyspark.java_gateway import launch_gateway
-            from pyspark.sql import SparkSession
+            if is_connect(url):
+                from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-        url = resolve_master(master)
-        local = url.startswith("local")
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        conf = (
-            SparkConf(loadDefaults=False)
-            .setAppName("kreplica")
-            .setMaster(url)
-            .set("spark.ui.enabled", "false")
-            .set("spark.ui.showConsoleProgress", "false")
-            .set("spark.sql.shuffle.partitions", "4")
-            .set("spark.sql.adaptive.enabled", "true")
-            .set("spark.driver.extraJavaOptions", _driver_java_options(local))
-        )
-        if local:
-            memory = os.environ.get(ENV_DRIVER_MEMORY) or DEFAULT_DRIVER_MEMORY
-            conf.set("spark.driver.memory", memory)
-        gateway = None
-        if SparkContext._gateway is None:
-            log = spark_log()
-            log.parent.mkdir(parents=True, exist_ok=True)
-            _prune_logs(log.parent)
-            with open(log, "ab") as sink:  # the child keeps its own descriptor
-                gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
-        context = SparkContext(conf=conf, gateway=gateway)
-        context.setLogLevel("ERROR")
-        _session = SparkSession(context)
+                # pyspark.sql.functions build Connect expressions only in this mode: one
+                # kind of session per process
+                os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+                _session = ConnectSession.builder.remote(url).create()
+            else:
+                _session = _classic(url, extra_conf or {})
+        _session_url = url
         return _session
+
+
+def _classic(url: str, extra_conf: dict[str, str]) -> SparkSession:
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    local = url.startswith("local")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = (
+        SparkConf(loadDefaults=False)
+        .setAppName("kreplica")
+        .setMaster(url)
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.sql.shuffle.partitions", "4")
+        .set("spark.sql.adaptive.enabled", "true")
+        .set("spark.driver.extraJavaOptions", _driver_java_options(local))
+    )
+    if local:
+        conf.set("spark.driver.memory", driver_memory())
+    conf.setAll(list(extra_conf.items()))
+    gateway = None
+    if SparkContext._gateway is None:
+        log = spark_log()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        _prune_logs(log.parent)
+        with open(log, "ab") as sink:  # the child keeps its own descriptor
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
+    context = SparkContext(conf=conf, gateway=gateway)
+    context.setLogLevel("ERROR")
+    return SparkSession(context)
 
 
 def stop_spark() -> None:
     """Stop the shared session. When this process's JVM is making the class-data archive,
-    let it exit by itself (that is when the archive is written) and publish the archive."""
-    global _session, _archive_pending
+    let it exit by itself (that is when the archive is written) and publish the archive.
+    A Connect session only lets the server go (it stops itself when unused)."""
     with _lock:
-        if _session is None:
-            return
-        session, _session = _session, None
-        session.stop()
-        pending, _archive_pending = _archive_pending, None
-        if pending is not None:
-            dump, archive, claim = pending
-            with claim:
-                _finish_archive(dump, archive)
+        _stop_locked()
+
+
+def _stop_locked() -> None:
+    global _session, _session_url, _archive_pending
+    if _session is None:
+        return
+    session, _session = _session, None
+    url, _session_url = _session_url, None
+    session.stop()
+    if url is not None and is_connect(url):
+        from .connect import paths, release
+
+        with contextlib.suppress(Exception):
+            release(paths())
+        return
+    pending, _archive_pending = _archive_pending, None
+    if pending is not None:
+        dump, archive, claim = pending
+        with claim:
+            _finish_archive(dump, archive)
 
 
 def _finish_archive(dump: Path, archive: Path) -> None:

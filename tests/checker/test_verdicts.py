@@ -204,7 +204,8 @@ def test_broken_java_home_is_exit_2_with_one_line(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-jdk"),
+    # the in-process driver's JVM (a warm shared Connect server needs no local Java)
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-jdk"), "KREPLICA_SPARK_MASTER": "local[2]",
            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-m", "pytest_kreplica.cli", "check",
                            str(root / "fixtures" / "histories" / "clean")],

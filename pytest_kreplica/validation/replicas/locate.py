@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..spark import default_parallelism
 from .batches import SegmentScanner
 from .layout import ReplicaLayout, load_layout
 from .records import RecordDecodeError, iter_record_ids
@@ -75,7 +76,7 @@ def records_dataframe(spark: SparkSession, layout: ReplicaLayout,
               "base_offset": s.base_offset, "next_base_offset": s.next_base_offset,
               "hw": hws[(s.topic, s.partition)], "size": Path(s.path).stat().st_size}
              for s in layout.segment_files()]
-    bins = plan_tasks(files, spark.sparkContext.defaultParallelism)
+    bins = plan_tasks(files, default_parallelism(spark))
     return spark.range(0, len(bins), 1, max(1, len(bins))).mapInArrow(
         partial(records_arrow, bins, wanted), RECORD_SCHEMA)
 

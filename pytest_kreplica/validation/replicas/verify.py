@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import CheckError
-from ..spark import start_spark
+from ..spark import default_parallelism, job_tag, start_spark
 from .layout import ReplicaLayout, load_layout
 from .scan import RESULT_SCHEMA, scan_units_arrow
 
@@ -173,7 +173,7 @@ def scan_dataframe(spark: SparkSession, layout: ReplicaLayout) -> tuple[DataFram
                               "path": s.path, "file": s.file, "base_offset": s.base_offset,
                               "next_base_offset": s.next_base_offset, "closed": s.closed})
         unit["size"] += size
-    bins = plan_tasks(list(units.values()), spark.sparkContext.defaultParallelism)
+    bins = plan_tasks(list(units.values()), default_parallelism(spark))
     n = max(1, len(bins))
     total = sum(u["size"] for u in units.values())
     return spark.range(0, len(bins), 1, n).mapInArrow(partial(scan_units_arrow, bins),
@@ -195,15 +195,12 @@ def _collect_once(spark: SparkSession, df: DataFrame, settings: dict[str, str]) 
     """``df.collect()`` under ``settings`` (the session's own values restored after), in the
     job group ``JOB_GROUP`` so a listener or a test can count its Spark jobs."""
     saved = {k: spark.conf.get(k, None) for k in settings}
-    sc = spark.sparkContext
     for k, v in settings.items():
         spark.conf.set(k, v)
-    sc.setJobGroup(JOB_GROUP, "kreplica verify-logs")
     try:
-        return df.collect()
+        with job_tag(spark, JOB_GROUP, "kreplica verify-logs"):
+            return df.collect()
     finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
         for k, v in saved.items():
             if v is None:
                 spark.conf.unset(k)

@@ -1,0 +1,100 @@
+"""Benchmark: a one-off `kreplica check` against the machine's warm Spark Connect server
+(``--spark-master connect``) beside today's default, a fresh in-process driver JVM
+(``local[2]``), on the same small history; then two pytest-xdist workers (``-n 2``) that
+validate through ``connect`` and print the Spark application they ran in (one id for both).
+
+    python benchmarks/bench_spark_connect.py --repeat 3
+
+Each check is a fresh `kreplica check` process as a user runs it, the two kinds alternating so
+machine noise hits both alike; medians and the connect / local ratio are printed. The first
+``connect`` call (untimed, reported on its own) starts the server if none is warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HISTORIES = ROOT / "fixtures" / "histories"
+WORKER_TEST = '''
+import os
+from pytest_kreplica.validation.checker import check
+from pytest_kreplica.validation.spark import get_spark
+
+
+def test_worker_{n}():
+    verdict = check(r"{history}", spark_master="connect")
+    assert verdict.counts["lost"] == 2
+    app = get_spark("connect").conf.get("spark.app.id")
+    with open(r"{out}", "a") as out:  # xdist workers' stdout does not reach the terminal
+        out.write(f"worker {{os.environ.get('PYTEST_XDIST_WORKER')}} pid {{os.getpid()}} "
+                  f"spark application {{app}}" + chr(10))
+'''
+
+
+def run_check(master: str, history: Path) -> float:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest_kreplica.cli", "check", str(history),
+                           "--spark-master", master], env=env, capture_output=True, text=True,
+                          timeout=900, check=False)
+    took = time.monotonic() - began
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"kreplica check --spark-master {master}: exit {done.returncode}\n"
+                         f"{done.stderr[-2000:]}")
+    return took
+
+
+def two_workers(history: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (1, 2):
+            Path(tmp, f"test_w{n}.py").write_text(
+                WORKER_TEST.format(n=n, history=history, out=Path(tmp, "apps.txt")))
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-s", "-q",
+                               "-p", "no:cacheprovider", "-p", "no:kreplica", tmp],
+                              env=env, capture_output=True, text=True, timeout=900, check=False,
+                              cwd=tmp)
+        took = time.monotonic() - began
+        apps_file = Path(tmp, "apps.txt")
+        lines = apps_file.read_text().splitlines() if apps_file.exists() else []
+    for ln in lines:
+        print(f"  {ln.strip()}")
+    apps = {ln.rsplit(" ", 1)[-1] for ln in lines}
+    verdict = "one shared application" if len(lines) == 2 and len(apps) == 1 else "NOT SHARED"
+    print(f"two -n 2 workers: {verdict}, pytest exit {done.returncode}, {took:.1f} s")
+    if done.returncode != 0:
+        print(done.stdout[-3000:])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--history", type=Path, default=HISTORIES / "lost")
+    args = p.parse_args()
+    first = run_check("connect", args.history)
+    print(f"first connect check (starts the server if none is warm): {first:.1f} s")
+    times: dict[str, list[float]] = {"connect": [], "local[2]": []}
+    for _ in range(args.repeat):
+        for master in times:
+            times[master].append(run_check(master, args.history))
+    med = {m: statistics.median(t) for m, t in times.items()}
+    for m, t in times.items():
+        print(f"kreplica check --spark-master {m:9s} median {med[m]:6.2f} s  "
+              f"runs {' '.join(f'{x:.2f}' for x in t)}")
+    print(f"ratio connect / local[2]: {med['connect'] / med['local[2]']:.2f} "
+          f"(history {args.history.name}, {args.repeat} runs each)")
+    two_workers(args.history)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

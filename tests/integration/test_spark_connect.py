@@ -1,0 +1,103 @@
+"""The machine's shared Spark Connect server, for real: two client processes share one server
+(one supervisor, one driver JVM), it outlives a SIGKILLed client only while another client
+holds it and stops itself after the idle timeout once none does; SIGKILLing its supervisor
+takes its JVM down with it. Each test has its own cache, so its own server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_kreplica.waits import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+IDLE_S = 3
+CLIENT = """
+import sys, time
+from pytest_kreplica.validation.spark import get_spark
+spark = get_spark("connect")
+assert spark.range(10).count() == 10
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = dict(os.environ, KREPLICA_CACHE=str(tmp_path / "cache"), KREPLICA_SPARK_CDS="0",
+             KREPLICA_SPARK_IDLE_S=str(IDLE_S), PYTHONPATH=str(ROOT))
+    e.pop("KREPLICA_SPARK_MASTER", None)
+    return e
+
+
+def _client(env, tmp_path, name) -> tuple[subprocess.Popen, Path]:
+    err = tmp_path / f"{name}.err"
+    with open(err, "wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-c", CLIENT], env=env,
+                                stdout=subprocess.PIPE, stderr=sink, text=True)
+    line = proc.stdout.readline()  # bounded: the client's own start timeout ends it
+    assert line.strip() == "ready", f"client {name}: expected 'ready', saw {line!r}; {err}"
+    return proc, err
+
+
+def _server(tmp_path) -> tuple[psutil.Process, list[psutil.Process]]:
+    states = list((tmp_path / "cache" / "spark" / "connect").glob("*.json"))
+    assert len(states) == 1, f"expected one server state file, saw {states}"
+    supervisor = psutil.Process(json.loads(states[0].read_text())["pid"])
+    jvms = [p for p in supervisor.children(recursive=True) if "java" in p.name()]
+    assert jvms, f"supervisor {supervisor.pid} has no JVM child"
+    return supervisor, jvms
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _gone(procs: list[psutil.Process], within: float, what: str) -> None:
+    wait_until(lambda: not any(_alive(p) for p in procs), within, what,
+               seen=lambda: f"still running: {[p.pid for p in procs if _alive(p)]}")
+
+
+def test_clients_share_one_server_which_idles_out_after_the_last_is_killed(env, tmp_path):
+    a, a_err = _client(env, tmp_path, "a")
+    b, b_err = _client(env, tmp_path, "b")
+    try:
+        assert "starting the machine's Spark Connect server" in a_err.read_text()
+        assert "starting" not in b_err.read_text(), "the second client started a server"
+        supervisor, jvms = _server(tmp_path)
+        assert not [p for p in psutil.process_iter(["cmdline"])
+                    if "connect_server" in " ".join(p.info["cmdline"] or [])
+                    and str(tmp_path) in " ".join(p.info["cmdline"] or [])
+                    and p.pid != supervisor.pid], "more than one server for one cache"
+        a.send_signal(signal.SIGKILL)
+        a.wait(timeout=30)
+        time.sleep(IDLE_S * 3)
+        assert _alive(supervisor), "the server stopped while client b still used it"
+        b.send_signal(signal.SIGKILL)
+        b.wait(timeout=30)
+        _gone([supervisor, *jvms], IDLE_S + 60, "the server to stop after its idle timeout")
+    finally:
+        for p in (a, b):
+            if p.poll() is None:
+                p.kill()
+
+
+def test_a_killed_supervisor_takes_its_jvm_down(env, tmp_path):
+    a, _ = _client(env, tmp_path, "a")
+    try:
+        supervisor, jvms = _server(tmp_path)
+        supervisor.send_signal(signal.SIGKILL)
+        _gone([supervisor, *jvms], 60, "the server's JVM to exit with its supervisor")
+    finally:
+        a.kill()
