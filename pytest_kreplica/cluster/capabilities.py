@@ -47,6 +47,7 @@ class Capabilities:
     idempotence: bool = True
     kafka_version: str | None = None  # the version it speaks; None: whatever a case asks
     scenarios: tuple[str, ...] = ON_ONE_CLUSTER
+    replica_logs: bool = True  # log directories readable here (the replica-log verifier)
     where: str = "the environment"  # named in every reason (a file, a class)
 
     def lacks(self, case: Any) -> str | None:

@@ -64,7 +64,8 @@ class ExternalConfig:
         """What the file offers, for deselecting the cases it cannot run."""
         return Capabilities(failures=self.failures, brokers=(len(self.nodes),),
                             controller=self.controller, transactions=self.transactions,
-                            kafka_version=self.kafka_version, where=str(self.path))
+                            kafka_version=self.kafka_version, where=str(self.path),
+                            replica_logs=all(n.log_dir is not None for n in self.nodes))
 
     def lacks(self, failure: str, target: str, brokers: int) -> str | None:
         """Why a case with these values cannot run here (None: it can)."""

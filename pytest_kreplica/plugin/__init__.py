@@ -117,13 +117,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     scenario = marker.args[0] if marker.args else marker.kwargs.get("name", "replication")
     opts = metafunc.config.stash[_OPTIONS]
-    if not opts.matrices and not opts.matrices_dir.is_dir():
+    matrices = _suite_matrices(metafunc)
+    if not matrices and not opts.matrices and not opts.matrices_dir.is_dir():
         try:
             resolve_matrices([], opts.matrices_dir)
         except MatrixError as exc:  # one line, no traceback, exit != 0
             pytest.fail(str(exc), pytrace=False)
     params = []
-    for matrix in _suite_matrices(metafunc) or _matrices(metafunc.config):
+    for matrix in matrices or _matrices(metafunc.config):
         for case in matrix.cases:
             if case.scenario != scenario:
                 continue
@@ -145,7 +146,7 @@ def _suite_matrices(metafunc: pytest.Metafunc) -> list[Matrix]:
                                              opts.matrices_dir),
                             {"kafka_version": opts.kafka_version, "backend": opts.backend})
     except MatrixError as exc:
-        raise pytest.UsageError(f"{cls.__name__}.kreplica_matrices: {exc}") from None
+        pytest.fail(f"{cls.__name__}.kreplica_matrices: {exc}", pytrace=False)
     _register_markers(metafunc.config, matrices)
     return matrices
 

@@ -107,6 +107,14 @@ class ReplicationSuite:
         return declared
 
     @pytest.fixture(scope="class")
+    def kreplica_options(self, kreplica_options: Any) -> Any:
+        """The session's options, without the replica-log check where the environment has no
+        readable log directories (``Capabilities.replica_logs``)."""
+        if self.kreplica_declared().replica_logs:
+            return kreplica_options
+        return replace(kreplica_options, replica_check=False)
+
+    @pytest.fixture(scope="class")
     def kreplica_output(self, kreplica_output: Path) -> Path:
         """Run directories under the session's output, in a folder per suite class (two
         classes may run the same case ids)."""
