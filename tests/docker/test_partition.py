@@ -76,4 +76,12 @@ def test_partitioned_follower_leaves_isr_and_majority_commits(healthy, topic):
 
     cluster.heal(follower)
     cluster.wait_healthy([topic], timeout=120)
-    assert follower in cluster.isr(topic, 0)
+
+    # metadata reaches each broker on its own schedule: wait_healthy saw a full ISR through
+    # one broker; the broker the next question goes to may still answer with the old one
+    @retry(stop=stop_after_delay(30), wait=wait_fixed(0.5), reraise=True)
+    def rejoined() -> None:
+        isr = cluster.isr(topic, 0)
+        assert follower in isr, f"expected node {follower} back in the ISR after heal; ISR {isr}"
+
+    rejoined()
