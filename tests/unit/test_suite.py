@@ -135,3 +135,21 @@ def test_api_versions_reads_a_v0_answer():
     threading.Thread(target=serve, daemon=True).start()
     assert api_versions("127.0.0.1", server.getsockname()[1]) == {0: (3, 12), 60: (0, 1)}
     server.close()
+
+
+def test_the_tansu_cluster_file_is_valid_and_declares_one_plain_broker(tmp_path):
+    """The file TestTansu hands the external backend loads strictly and offers what the
+    class declares: one node (Tansu's id), kill and pause, no controller, no transactions."""
+    from pytest_kreplica.cluster import external_config, tansu
+
+    broker = tansu.TansuBroker(tmp_path / "tansu", tmp_path)
+    try:
+        config = external_config.load(broker.cluster_file(tmp_path / "c.yaml", "4.0.0"))
+    finally:
+        broker.stop()
+    assert [(n.node_id, n.port) for n in config.nodes] == [(tansu.NODE_ID, broker.port)]
+    assert set(config.faults) == {"kill", "pause"}
+    assert config.faults["kill"].restore == f"sh {broker.start_script}"
+    caps = config.capabilities
+    assert (caps.failures, caps.controller, caps.transactions, caps.replica_logs) == \
+        (("hard", "soft"), False, False, False)
