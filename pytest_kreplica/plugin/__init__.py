@@ -35,7 +35,7 @@ from . import external, failures, hookspecs
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
 from .options import KreplicaOptions, add_options, resolve
-from .suite import ReplicationSuite, SuitePlugin
+from .suite import ReplicationSuite, SuitePlugin, replica_logs
 from .summary import RESULT_PROPERTY, SummaryCollector, encode
 
 _OPTIONS = pytest.StashKey[KreplicaOptions]()
@@ -272,7 +272,8 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             scenario = importlib.import_module(SCENARIOS[case.scenario])
             result = scenario.run(case, kreplica_pool, run_dir, RunOptions(
                 spark_master=kreplica_options.spark_master,
-                replica_check=kreplica_options.replica_check, hooks=hooks))
+                replica_check=kreplica_options.replica_check and replica_logs(request.cls),
+                hooks=hooks))
             row = result.summary()
             # per-phase timings as their own properties: they land in the JUnit XML
             for name, seconds in result.phases.items():

@@ -107,14 +107,6 @@ class ReplicationSuite:
         return declared
 
     @pytest.fixture(scope="class")
-    def kreplica_options(self, kreplica_options: Any) -> Any:
-        """The session's options, without the replica-log check where the environment has no
-        readable log directories (``Capabilities.replica_logs``)."""
-        if self.kreplica_declared().replica_logs:
-            return kreplica_options
-        return replace(kreplica_options, replica_check=False)
-
-    @pytest.fixture(scope="class")
     def kreplica_output(self, kreplica_output: Path) -> Path:
         """Run directories under the session's output, in a folder per suite class (two
         classes may run the same case ids)."""
@@ -147,6 +139,14 @@ class ReplicationSuite:
 def suite_class(item: pytest.Item) -> type[ReplicationSuite] | None:
     cls = getattr(item, "cls", None)
     return cls if isinstance(cls, type) and issubclass(cls, ReplicationSuite) else None
+
+
+def replica_logs(cls: type | None) -> bool:
+    """Whether a test of ``cls`` may compare replica logs: False for a suite class whose
+    environment has no readable log directories (``Capabilities.replica_logs``)."""
+    if not (isinstance(cls, type) and issubclass(cls, ReplicationSuite)):
+        return True
+    return cls.kreplica_declared().replica_logs
 
 
 class SuitePlugin:

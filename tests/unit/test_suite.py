@@ -153,3 +153,17 @@ def test_the_tansu_cluster_file_is_valid_and_declares_one_plain_broker(tmp_path)
     caps = config.capabilities
     assert (caps.failures, caps.controller, caps.transactions, caps.replica_logs) == \
         (("hard", "soft"), False, False, False)
+
+
+def test_the_replica_check_is_off_only_for_a_suite_without_readable_logs():
+    from pytest_kreplica import Capabilities, ReplicationSuite
+    from pytest_kreplica.plugin.suite import replica_logs
+
+    class NoLogs(ReplicationSuite):
+        kreplica_capabilities = Capabilities(replica_logs=False)
+
+    class WithLogs(ReplicationSuite):
+        pass
+
+    assert not replica_logs(NoLogs)
+    assert replica_logs(WithLogs) and replica_logs(None) and replica_logs(object)
