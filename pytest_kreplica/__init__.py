@@ -42,6 +42,9 @@ _EXPORTS: dict[str, str] = {
     "CaseHooks": "pytest_kreplica.scenarios.runner",
     "CaseContext": "pytest_kreplica.scenarios.runner",
     "CaseResult": "pytest_kreplica.scenarios.result",
+    # your broker under the matrix (docs/authors-guide.md)
+    "ReplicationSuite": "pytest_kreplica.plugin.suite",
+    "Capabilities": "pytest_kreplica.cluster.capabilities",
     # the run directory and its checks
     "SEMANTICS": "pytest_kreplica.history",
     "RunWriter": "pytest_kreplica.history",
@@ -57,12 +60,13 @@ __all__ = [  # the curated public names (docs/api.md); each is a key of _EXPORTS
     "EnvironmentProblem", "CheckError", "ClusterError", "NodeError", "Case", "Matrix",
     "DIMENSIONS", "load_matrix", "parse_matrix", "backend_names", "Cluster", "ClusterSpec",
     "TopicSpec", "create_cluster", "SCENARIOS", "run_case", "CaseHooks", "CaseContext",
-    "CaseResult", "SEMANTICS", "RunWriter", "check", "Verdict", "verify_logs", "write_report",
-    "write_index",
+    "CaseResult", "ReplicationSuite", "Capabilities", "SEMANTICS", "RunWriter", "check",
+    "Verdict", "verify_logs", "write_report", "write_index",
 ]
 
 if TYPE_CHECKING:
     from .cluster import Cluster, ClusterSpec, TopicSpec, backend_names, create_cluster
+    from .cluster.capabilities import Capabilities
     from .errors import (
         CheckError,
         ClusterError,
@@ -75,6 +79,7 @@ if TYPE_CHECKING:
     )
     from .history import SEMANTICS, RunWriter
     from .matrix import DIMENSIONS, Case, Matrix, load_matrix, parse_matrix
+    from .plugin.suite import ReplicationSuite
     from .report import write_index, write_report
     from .scenarios import SCENARIOS
     from .scenarios.result import CaseResult

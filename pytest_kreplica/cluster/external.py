@@ -18,8 +18,9 @@ from typing import Any
 from ..errors import ClusterError, InputError, NodeError
 from . import external_config
 from .admin import AdminCluster, NotYet, poll_until
+from .apicheck import judge
 from .base import ClusterSpec, Node, NodeState
-from .probe import answers
+from .probe import answers, api_versions
 
 ENV = "KREPLICA_CLUSTER"
 PROBE_S = 2.0  # a node that sends nothing back to ApiVersions in this long is not answering
@@ -52,6 +53,7 @@ class ExternalCluster(AdminCluster):
         self._admin_client = None
         self._admin_key: str | None = None
         self._lock = threading.RLock()
+        self.api_versions: dict[int, dict[int, tuple[int, int]]] = {}  # node -> its answer
 
     # -- description -----------------------------------------------------------------------
     @property
@@ -71,6 +73,8 @@ class ExternalCluster(AdminCluster):
         info["kafka_version"] = self.kafka_version
         info["cluster_file"] = str(self.config.path)
         info["failures"] = list(self.config.failures)
+        info["api_versions"] = {str(node): {str(k): list(v) for k, v in sorted(apis.items())}
+                                for node, apis in self.api_versions.items()}
         return info
 
     def _logs_hint(self, node_ids: list[int] | None = None) -> str:
@@ -90,10 +94,31 @@ class ExternalCluster(AdminCluster):
                    f"({self.bootstrap_servers})", lambda msg: ClusterError(
                        f"external cluster not reachable: {msg}; check nodes[] in "
                        f"{self.config.path} and that the cluster is running"))
+        self._check_api_versions()
+
+    def _check_api_versions(self) -> None:
+        """Every node's ApiVersions against the file's capabilities and kafka_version."""
+        for node in self._nodes:
+            try:
+                apis = api_versions(node.host, node.port, PROBE_S * 2)
+            except (OSError, ValueError) as exc:
+                raise ClusterError(f"ApiVersions of node {node.node_id} at {node.address} "
+                                   f"failed: {exc}; cluster file {self.config.path}") from None
+            self.api_versions[node.node_id] = apis
+            problem = judge(apis, controller=self.config.controller,
+                            transactions=self.config.transactions,
+                            kafka_version=self.kafka_version, where=str(self.config.path))
+            if problem:
+                raise ClusterError(f"node {node.node_id}: {problem}")
 
     def close(self, timeout: float = 30.0) -> None:
         """Forget the admin client; the cluster is the user's and keeps running."""
         self._invalidate_admin()
+
+    def _quorum_leader(self, admin: Any) -> int | None:
+        """With ``capabilities.controller: false`` the quorum is not asked for: a broker
+        without KRaft (Tansu) has no DescribeQuorum, and DescribeCluster suffices."""
+        return super()._quorum_leader(admin) if self.config.controller else 0
 
     def _check_alive(self, node_ids: list[int] | None = None) -> None:
         """Nothing to watch: the processes are not ours (a dead node shows as unregistered)."""

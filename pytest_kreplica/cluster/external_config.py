@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..yaml_strict import DuplicateKey, unique_key_loader
+from .capabilities import Capabilities
 
 # fault adapter entry -> the failure value it enables
 FAULTS = {"kill": "hard", "terminate": "clean", "pause": "soft"}
@@ -21,7 +22,7 @@ PLACEHOLDERS = ("node", "pid", "container", "host", "port")
 TOP_KEYS = ("kafka_version", "nodes", "faults", "capabilities", "command_timeout", "start_timeout")
 NODE_KEYS = ("id", "host", "port", "pid", "pid_command", "container", "log_dir", "log_file")
 FAULT_KEYS = ("strike", "restore")
-CAPABILITY_KEYS = ("failures", "controller")
+CAPABILITY_KEYS = ("failures", "controller", "transactions")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class ExternalConfig:
     failures: tuple[str, ...]  # the matrix failure values this cluster offers
     controller: bool  # whether the KRaft controller can be found (DescribeQuorum)
     kafka_version: str = "4.0.0"  # its major picks how topic configs are spelt
+    transactions: bool = True  # whether transactional producers work (checked at start)
     command_timeout: float = 60.0
     start_timeout: float = 60.0
 
@@ -57,16 +59,20 @@ class ExternalConfig:
     def bootstrap_servers(self) -> str:
         return ",".join(f"{n.host}:{n.port}" for n in self.nodes)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the file offers, for deselecting the cases it cannot run."""
+        return Capabilities(failures=self.failures, brokers=(len(self.nodes),),
+                            controller=self.controller, transactions=self.transactions,
+                            kafka_version=self.kafka_version, where=str(self.path),
+                            replica_logs=all(n.log_dir is not None for n in self.nodes))
+
     def lacks(self, failure: str, target: str, brokers: int) -> str | None:
         """Why a case with these values cannot run here (None: it can)."""
-        if failure not in ("none", *self.failures):
-            return (f"failure {failure} is not offered by {self.path} "
-                    f"(capabilities.failures: {', '.join(self.failures) or 'none'})")
-        if failure != "none" and target == "controller" and not self.controller:
-            return f"target controller needs capabilities.controller: true in {self.path}"
-        if brokers != len(self.nodes):
-            return f"needs {brokers} brokers; {self.path} declares {len(self.nodes)} nodes"
-        return None
+        from types import SimpleNamespace
+
+        return self.capabilities.lacks(SimpleNamespace(failure=failure, target=target,
+                                                       brokers=brokers))
 
 
 def _bad(path: Path, key: str, allowed: str, seen: Any = None) -> InputError:
@@ -160,10 +166,12 @@ def parse(path: Path, data: Any) -> ExternalConfig:
         if FAILURE_FAULT[failure] not in faults:
             raise _bad(path, "capabilities.failures", f"failures whose fault is declared "
                        f"(failure {failure} needs faults.{FAILURE_FAULT[failure]})", failure)
-    controller = caps.get("controller", True)
-    if not isinstance(controller, bool):
-        raise _bad(path, "capabilities.controller", "true or false", controller)
-    extra = {}
+    flags = {}
+    for name in ("controller", "transactions"):
+        flags[name] = caps.get(name, True)
+        if not isinstance(flags[name], bool):
+            raise _bad(path, f"capabilities.{name}", "true or false", flags[name])
+    extra = {"transactions": flags["transactions"]}
     if "kafka_version" in data:
         version = str(data["kafka_version"])
         if not version.split(".")[0].isdigit():
@@ -175,7 +183,7 @@ def parse(path: Path, data: Any) -> ExternalConfig:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise _bad(path, name, "a positive number of seconds", value)
             extra[name] = float(value)
-    return ExternalConfig(path, nodes, faults, tuple(failures), controller, **extra)
+    return ExternalConfig(path, nodes, faults, tuple(failures), flags["controller"], **extra)
 
 
 def load(path: Path | str) -> ExternalConfig:

@@ -46,3 +46,17 @@ def answers(host: str, port: int, wait: float = 2.0) -> bool:
     except OSError:
         return False
     return len(body) >= 4 and struct.unpack(">i", body[:4])[0] == CORRELATION_ID
+
+
+def api_versions(host: str, port: int, wait: float = 5.0) -> dict[int, tuple[int, int]]:
+    """The ApiVersions v0 answer: api key -> (min version, max version); raises OSError when
+    the node does not answer, ValueError when it answers with an error code."""
+    with connect(host, port, wait) as sock:
+        sock.settimeout(wait)
+        sock.sendall(FRAME)
+        body = read_frame(sock)
+    error, count = struct.unpack(">hi", body[4:10])
+    if error:
+        raise ValueError(f"ApiVersions error code {error}")
+    return {key: (low, high) for key, low, high in
+            (struct.unpack(">hhh", body[10 + 6 * i:16 + 6 * i]) for i in range(count))}

@@ -35,6 +35,7 @@ from . import external, failures, hookspecs
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
 from .options import KreplicaOptions, add_options, resolve
+from .suite import ReplicationSuite, SuitePlugin, replica_logs
 from .summary import RESULT_PROPERTY, SummaryCollector, encode
 
 _OPTIONS = pytest.StashKey[KreplicaOptions]()
@@ -75,6 +76,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(FirstRunPlugin(config), "kreplica-first-run")
     # the log model's marker, --kreplica-replay and fixtures
     config.pluginmanager.register(log_model, "kreplica-log-model")
+    # ReplicationSuite subclasses: cases their capabilities cannot run are deselected
+    config.pluginmanager.register(SuitePlugin(), "kreplica-suite")
+
+
+def _register_markers(config: pytest.Config, matrices: list[Matrix]) -> None:
+    registered = {line.split(":")[0].split("(")[0] for line in config.getini("markers")}
+    for matrix in matrices:
+        for case in matrix.cases:
+            for name in case.markers:
+                if name not in registered:
+                    config.addinivalue_line("markers", f"{name}: a kreplica matrix marker")
+                    registered.add(name)
 
 
 def _matrices(config: pytest.Config) -> list[Matrix]:
@@ -92,13 +105,7 @@ def _matrices(config: pytest.Config) -> list[Matrix]:
         except MatrixError as exc:
             config.stash[_MATRICES] = exc
             return []
-        registered = {line.split(":")[0].split("(")[0] for line in config.getini("markers")}
-        for matrix in matrices:
-            for case in matrix.cases:
-                for name in case.markers:
-                    if name not in registered:
-                        config.addinivalue_line("markers", f"{name}: a kreplica matrix marker")
-                        registered.add(name)
+        _register_markers(config, matrices)
         config.stash[_MATRICES] = matrices
     loaded = config.stash[_MATRICES]
     return [] if isinstance(loaded, MatrixError) else loaded
@@ -110,13 +117,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     scenario = marker.args[0] if marker.args else marker.kwargs.get("name", "replication")
     opts = metafunc.config.stash[_OPTIONS]
-    if not opts.matrices and not opts.matrices_dir.is_dir():
+    matrices = _suite_matrices(metafunc)
+    if not matrices and not opts.matrices and not opts.matrices_dir.is_dir():
         try:
             resolve_matrices([], opts.matrices_dir)
         except MatrixError as exc:  # one line, no traceback, exit != 0
             pytest.fail(str(exc), pytrace=False)
     params = []
-    for matrix in _matrices(metafunc.config):
+    for matrix in matrices or _matrices(metafunc.config):
         for case in matrix.cases:
             if case.scenario != scenario:
                 continue
@@ -124,6 +132,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marks.append(pytest.mark.kreplica_spec(spec_key(cluster_spec(case))))
             params.append(pytest.param(case, id=case.case_id, marks=marks))
     metafunc.parametrize("kreplica_case", params, indirect=True)
+
+
+def _suite_matrices(metafunc: pytest.Metafunc) -> list[Matrix]:
+    """The matrices a ``ReplicationSuite`` subclass names (``kreplica_matrices``), or none."""
+    cls = metafunc.cls
+    if not (isinstance(cls, type) and issubclass(cls, ReplicationSuite)) \
+            or not cls.kreplica_matrices:
+        return []
+    opts = metafunc.config.stash[_OPTIONS]
+    try:
+        matrices = load_all(resolve_matrices(cls.kreplica_matrix_selectors(),
+                                             opts.matrices_dir),
+                            {"kafka_version": opts.kafka_version, "backend": opts.backend})
+    except MatrixError as exc:
+        pytest.fail(f"{cls.__name__}.kreplica_matrices: {exc}", pytrace=False)
+    _register_markers(metafunc.config, matrices)
+    return matrices
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -247,7 +272,8 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             scenario = importlib.import_module(SCENARIOS[case.scenario])
             result = scenario.run(case, kreplica_pool, run_dir, RunOptions(
                 spark_master=kreplica_options.spark_master,
-                replica_check=kreplica_options.replica_check, hooks=hooks))
+                replica_check=kreplica_options.replica_check and replica_logs(request.cls),
+                hooks=hooks))
             row = result.summary()
             # per-phase timings as their own properties: they land in the JUnit XML
             for name, seconds in result.phases.items():

@@ -53,7 +53,7 @@ class ExternalPlugin:
         if case.backend != "external":
             return (f"its matrix pins backend {case.backend}; --kreplica-cluster runs "
                     "backend external only")
-        return self.cluster.lacks(case.failure, case.target, case.brokers)
+        return self.cluster.capabilities.lacks(case)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config,
