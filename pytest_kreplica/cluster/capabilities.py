@@ -25,11 +25,13 @@ def major_minor(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
 
 
+TXN_WORKLOAD = "txn"  # the matrix's transactional ``workload`` value (scenarios.WORKLOADS)
+
+
 def needs_transactions(case: Any) -> bool:
-    """A transactional workload (the ``workload`` dimension, where it exists) or an
-    exactly-once mirror needs the transaction APIs."""
-    workload = str(getattr(case, "workload", "") or "")
-    return "transaction" in workload or (
+    """A transactional workload (``workload: txn``) or an exactly-once mirror needs the
+    transaction APIs."""
+    return getattr(case, "workload", "plain") == TXN_WORKLOAD or (
         getattr(case, "scenario", "") == "mirror"
         and getattr(case, "mirror_semantics", "") == "exactly-once")
 

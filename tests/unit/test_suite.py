@@ -28,7 +28,7 @@ def test_each_missing_capability_is_named():
     assert "capabilities.controller" in tansu.lacks(
         case(failure="hard", target="controller", brokers=1, replication_factor=1))
     assert "needs transactions" in tansu.lacks(
-        case(brokers=1, replication_factor=1, workload="transactional"))
+        case(brokers=1, replication_factor=1, workload="txn"))
     assert "needs Kafka 3.9.2; Tansu speaks 4.0.0" in tansu.lacks(
         case(brokers=1, replication_factor=1, kafka_version="3.9.2"))
     assert tansu.lacks(case(brokers=1, replication_factor=1, kafka_version="4.0.1")) is None
@@ -36,7 +36,8 @@ def test_each_missing_capability_is_named():
 
 
 def test_transactions_are_needed_by_transactional_workloads_and_exactly_once_mirrors():
-    assert needs_transactions(case(workload="transactional"))
+    assert needs_transactions(case(workload="txn"))
+    assert not needs_transactions(case(workload="plain"))
     assert needs_transactions(case(scenario="mirror", mirror_semantics="exactly-once"))
     assert not needs_transactions(case(scenario="mirror", mirror_semantics="at-least-once"))
     assert not needs_transactions(case())
