@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -28,7 +25,7 @@ from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.errors import InputError
 from pytest_kreplica.faults import clock
 from pytest_kreplica.faults.clockprobe import ClockProbe
-from pytest_kreplica.waits import wait_for
+from tests.killed import child_session
 
 START_TIMEOUT = 120.0
 
@@ -165,28 +162,15 @@ def test_no_preloaded_jvm_outlives_a_sigkilled_session(tmp_path):
         print(c.nodes[0].pid, flush=True)
         time.sleep(600)
     """)
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        pid = int(child.stdout.readline())
+    with child_session(script) as (pid, sigkill):
         assert "libfaketime" in Path(f"/proc/{pid}/maps").read_text()
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-
-        def gone() -> str | None:
-            try:
-                status = psutil.Process(pid).status()
-            except psutil.NoSuchProcess:
-                return None
-            return None if status == psutil.STATUS_ZOMBIE else f"pid {pid} {status}"
-        wait_for(gone, 20, f"the preloaded node (pid {pid}) gone after its session's SIGKILL")
+        sigkill(20, "the preloaded node")
         # libfaketime's per-process objects outlive a SIGKILL; the next clock cluster's
         # start (or close) sweeps them
         left = sorted(faketime.SHM_DIR.glob(f"*faketime_*_{pid}"))
         assert left, "expected libfaketime's objects of the killed JVM (else: test stale)"
         assert set(left) <= set(faketime.sweep())
         assert not sorted(faketime.SHM_DIR.glob(f"*faketime_*_{pid}"))
-    finally:
-        child.kill()
 
 
 @pytest.mark.parametrize("apt", [True, False], ids=["apt-get-download", "pinned-pool-package"])

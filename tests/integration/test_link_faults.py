@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -27,6 +25,7 @@ from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.faults import links
 from pytest_kreplica.waits import wait_for
+from tests.killed import child_session
 
 START_TIMEOUT = 120.0
 
@@ -230,22 +229,9 @@ def test_no_proxy_outlives_a_sigkilled_session(tmp_path):
         print(p.pid, flush=True)
         time.sleep(600)
     """)
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        pid = int(child.stdout.readline())
+    with child_session(script) as (pid, sigkill):
         assert psutil.pid_exists(pid)
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-
-        def gone() -> str | None:
-            try:
-                status = psutil.Process(pid).status()
-            except psutil.NoSuchProcess:
-                return None
-            return None if status == psutil.STATUS_ZOMBIE else f"pid {pid} {status}"
-        wait_for(gone, 10, f"the proxy (pid {pid}) gone after its session's SIGKILL")
-    finally:
-        child.kill()
+        sigkill(10, "the proxy")
 
 
 def test_nemesis_records_the_measurement_and_the_isr_on_the_timeline(cluster, topic, tmp_path):
