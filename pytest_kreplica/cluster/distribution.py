@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from .. import once
 from ..cache import cache_dir
-from ..errors import EnvironmentProblem, InputError
+from ..errors import ClusterError, EnvironmentProblem, InputError
 from . import maven
 
 GROUP = "org.apache.kafka"
@@ -356,3 +357,22 @@ def run_fetch(args) -> int:
     print(f"cache: {cache_dir()} ({elapsed:.1f} s)")
     return 0
 
+
+
+def run_tool(version: str | None, main_class: str, *args: str, what: str,
+             timeout: float) -> str:
+    """Run one of Kafka's command-line tools (kafka-tools of ``version``, default heap) to
+    its end; its stdout, or ClusterError naming ``what`` with the last lines it printed."""
+    dist = resolve(version, ("broker", "tools"))
+    cmd = [c for c in dist.command(main_class, *args, component="tools")
+           if not c.startswith("-Xm")]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ClusterError(f"{what} did not finish within {timeout:.0f} s (expected exit "
+                           f"0)") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise ClusterError(f"{what} exited {proc.returncode} (expected 0): "
+                           f"{' | '.join(tail)}")
+    return proc.stdout

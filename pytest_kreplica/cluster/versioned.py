@@ -10,7 +10,6 @@ it is a scenario (``scenarios.upgrade``).
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,19 +81,8 @@ class VersionedCluster(ProcessCluster):
 def features_command(version: str, *args: str, timeout: float = FEATURES_TIMEOUT_S) -> str:
     """Run the features tool of ``version`` (kafka-tools); its stdout, or ClusterError with
     what it printed."""
-    dist = distribution.resolve(version, ("broker", "tools"))
-    cmd = [c for c in dist.command(FEATURES_CLASS, *args, component="tools")
-           if not c.startswith("-Xm")]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ClusterError(f"features tool {' '.join(args)} did not finish within "
-                           f"{timeout:.0f} s (expected exit 0)") from None
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise ClusterError(f"features tool {' '.join(args)} exited {proc.returncode} "
-                           f"(expected 0): {' | '.join(tail)}")
-    return proc.stdout
+    return distribution.run_tool(version, FEATURES_CLASS, *args,
+                                 what=f"features tool {' '.join(args)}", timeout=timeout)
 
 
 def latest_metadata_version(version: str) -> tuple[int, str]:

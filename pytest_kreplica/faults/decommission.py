@@ -15,11 +15,9 @@ a container on the cluster network; not offered there).
 
 from __future__ import annotations
 
-import subprocess
 from typing import TYPE_CHECKING
 
 from ..cluster import distribution
-from ..errors import ClusterError
 from ..waits import wait_for
 from . import moves, reassign
 from .failure import GONE_AT_RECOVERY, Failure
@@ -35,20 +33,10 @@ MOVE_TIMEOUT_S = 60.0  # the replicas must have left the node before it is stopp
 def unregister(cluster: Cluster, node: int) -> str:
     """``kafka-cluster.sh unregister --id node`` against the running nodes; its output."""
     version = getattr(cluster, "kafka_version", None) or cluster.spec.kafka_version
-    dist = distribution.resolve(version, ("broker", "tools"))
-    cmd = [c for c in dist.command(CLUSTER_TOOL, "unregister", "--bootstrap-server",
-                                   cluster.live_bootstrap_servers(), "--id", str(node),
-                                   component="tools") if not c.startswith("-Xm")]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ClusterError(f"unregister of node {node} did not finish within "
-                           f"{TOOL_TIMEOUT_S:.0f} s (expected exit 0)") from None
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise ClusterError(f"unregister of node {node} exited {proc.returncode} (expected "
-                           f"0): {' | '.join(tail)}")
-    said = [line for line in proc.stdout.splitlines() if line and not line.startswith(("[", " "))]
+    out = distribution.run_tool(version, CLUSTER_TOOL, "unregister", "--bootstrap-server",
+                                cluster.live_bootstrap_servers(), "--id", str(node),
+                                what=f"unregister of node {node}", timeout=TOOL_TIMEOUT_S)
+    said = [line for line in out.splitlines() if line and not line.startswith(("[", " "))]
     return said[-1] if said else ""  # "Broker N is no longer registered." (log lines left out)
 
 

@@ -308,3 +308,15 @@ def test_package_root_imports_no_module_at_import():
     own = [f"{_where(root, i.line)}: {i.target}" for i in root.top
            if i.target.startswith(PACKAGE)]
     assert not own, "pytest_kreplica/__init__.py must load its names lazily:\n" + "\n".join(own)
+
+
+def test_test_file_names_are_unique_outside_packages():
+    """Test folders without ``__init__.py`` import their modules by basename: two files of
+    one name there break the collection of the whole suite (it happened at a merge)."""
+    tests = Path(__file__).resolve().parents[1]
+    seen: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        if not (path.parent / "__init__.py").exists():
+            seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, f"test files sharing a name outside packages: {clashes}"
