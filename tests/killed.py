@@ -40,3 +40,4 @@ def child_session(script: str) -> Iterator[tuple[int, Callable[[float, str], Non
         yield pid, sigkill
     finally:
         child.kill()
+        child.wait(10)

@@ -1,5 +1,7 @@
 """Find and kill broker JVMs whose owning session died (the last line of defence after
-the parent-death signal): every JVM we start carries ``-Dkreplica.owner=<pid>:<start>``.
+the parent-death signal): every JVM we start carries ``-Dkreplica.owner=<pid>:<start>``;
+a broker that is not a JVM (Tansu, started detached through its own script so that a
+fault can restart it) carries the same token in its environment, ``KREPLICA_OWNER``.
 
 JVMs whose owner is alive are never touched: other sessions run clusters concurrently.
 Detached clusters (``kreplica cluster up --detach``) carry ``-Dkreplica.owner=detached``
@@ -20,6 +22,8 @@ from .ports import identity_alive, process_identity
 OWNER_PROPERTY = "kreplica.owner"
 WORKDIR_PROPERTY = "kreplica.workdir"
 DETACHED = "detached"
+OWNER_ENV = "KREPLICA_OWNER"  # the markers of a process that is not a JVM
+WORKDIR_ENV = "KREPLICA_WORKDIR"
 
 
 def owner_token(pid: int | None = None) -> str:
@@ -33,6 +37,21 @@ def owner_flags(workdir: str, detached: bool = False) -> list[str]:
     return [f"-D{OWNER_PROPERTY}={owner}", f"-D{WORKDIR_PROPERTY}={workdir}"]
 
 
+def owner_env(workdir: str) -> dict[str, str]:
+    """Environment that marks a non-JVM process as ours (owner and cluster directory)."""
+    return {OWNER_ENV: owner_token(), WORKDIR_ENV: str(workdir)}
+
+
+def _marks(info: dict) -> tuple[str | None, str | None]:
+    """(owner token, cluster directory) of a process, from its JVM flags or environment."""
+    cmdline = info.get("cmdline") or []
+    owner = _property(cmdline, OWNER_PROPERTY)
+    if owner is not None:
+        return owner, _property(cmdline, WORKDIR_PROPERTY)
+    env = info.get("environ") or {}
+    return env.get(OWNER_ENV), env.get(WORKDIR_ENV)
+
+
 def _property(cmdline: list[str], name: str) -> str | None:
     prefix = f"-D{name}="
     for arg in cmdline:
@@ -44,13 +63,11 @@ def _property(cmdline: list[str], name: str) -> str | None:
 def marked_processes(workdir: str | None = None) -> list[psutil.Process]:
     """Every live process carrying our owner marker (optionally: of one cluster dir)."""
     found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmdline = proc.info.get("cmdline") or []
+    for proc in psutil.process_iter(["cmdline", "status", "environ"]):
         if proc.info.get("status") == psutil.STATUS_ZOMBIE:
             continue
-        if _property(cmdline, OWNER_PROPERTY) is None:
-            continue
-        if workdir is not None and _property(cmdline, WORKDIR_PROPERTY) != str(workdir):
+        owner, where = _marks(proc.info)
+        if owner is None or (workdir is not None and where != str(workdir)):
             continue
         found.append(proc)
     return found
@@ -76,14 +93,14 @@ def kill_process_tree(proc: psutil.Process) -> None:
 
 
 def reap_orphans(timeout: float = 10.0) -> list[int]:
-    """Kill marked JVMs whose owner process is dead, then unmount the small disks such an
+    """Kill marked processes whose owner process is dead, then unmount the small disks such an
     owner left (``smalldisk.sweep_stale``); return the JVMs' pids.
 
     The plugin calls this at session start; every cluster start calls it too.
     """
     orphans = []
     for proc in marked_processes():
-        token = _property(proc.info.get("cmdline") or [], OWNER_PROPERTY) or DETACHED
+        token = _marks(proc.info)[0] or DETACHED
         if not owner_alive(token):
             orphans.append(proc)
     for proc in orphans:

@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import once
 from ..errors import ClusterError, EnvironmentProblem
 from ..waits import wait_for
+from . import reaper
 from .distribution import cache_dir
 from .ports import claim_ports, release_ports
 from .probe import answers
@@ -81,11 +82,13 @@ class TansuBroker:
 
     def write_start_script(self) -> None:
         url = f"tcp://127.0.0.1:{self.port}"
+        # the reaper's marks: a session killed before stop() leaves no broker behind
+        marks = " ".join(f"{k}='{v}'" for k, v in reaper.owner_env(str(self.workdir)).items())
         # setsid + redirections: the shell returns at once and nothing holds its pipes
         self.start_script.write_text(
             "#!/bin/sh\n"
             f"cd '{self.workdir}' || exit 1\n"
-            f"setsid '{self.binary}' broker --listener-url {url} --advertised-listener-url "
+            f"{marks} setsid '{self.binary}' broker --listener-url {url} --advertised-listener-url "
             f"{url} --storage-engine memory://tansu/ >> '{self.log_file}' 2>&1 < /dev/null &\n"
             f"echo $! > '{self.pid_file}'\n")
         self.start_script.chmod(0o755)
