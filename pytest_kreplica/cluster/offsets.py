@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import ClusterError
 from .base import NodeState, PartitionState
 
 DEBUG_REPLICA_ID = -2  # ListOffsets from a debugging client: followers answer with their LEO
@@ -24,8 +25,12 @@ CONSUMER_REPLICA_ID = -1  # ListOffsets as a consumer: only the leader answers, 
 Part = tuple[str, int]
 
 
-class NotYet(Exception):
-    """An observed state is not the expected one yet (tenacity retries on it)."""
+class NotYet(ClusterError):
+    """An observed state is not the expected one yet (tenacity retries on it). A
+    ``ClusterError`` for everyone outside the cluster package: a one-attempt call such as
+    ``replica_log_end_offsets`` lets it out, and a caller's own wait retries it as it
+    retries any cluster error (a snapshot just after a resumed node, whose id the admin
+    client's metadata did not know yet, failed a CI run when it was a bare Exception)."""
 
 
 class OffsetsMixin:
