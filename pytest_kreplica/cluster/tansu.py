@@ -25,6 +25,9 @@ from .ports import claim_ports, release_ports
 from .probe import answers
 
 TANSU_VERSION = "0.6.0"
+# the crate's default features hold no storage engine: memory:// (and s3://) come with
+# dynostore; without it the broker exits at start with FeatureNotEnabled { "dynostore" }
+FEATURES = "dynostore"
 NODE_ID = 111  # tansu_broker::NODE_ID: what DescribeCluster and Metadata report
 BIN_ENV = "KREPLICA_TANSU_BIN"
 BUILD_TIMEOUT_S = 3 * 3600.0  # cargo builds ~400 crates: tens of minutes on a loaded machine
@@ -34,7 +37,7 @@ def binary_path() -> Path:
     explicit = os.environ.get(BIN_ENV)
     if explicit:
         return Path(explicit)
-    return cache_dir() / "tansu" / TANSU_VERSION / "bin" / "tansu"
+    return cache_dir() / "tansu" / f"{TANSU_VERSION}-{FEATURES}" / "bin" / "tansu"
 
 
 def ensure_tansu() -> Path:
@@ -42,9 +45,10 @@ def ensure_tansu() -> Path:
     path = binary_path()
     if os.environ.get(BIN_ENV) and not path.is_file():
         raise EnvironmentProblem(f"{BIN_ENV}={path}: no such file (expected a tansu binary)")
+    lock = path.parent.parent.parent / f"{TANSU_VERSION}-{FEATURES}.lock"
     once.prepare(f"building Tansu {TANSU_VERSION} with cargo install (once, for the tansu "
-                 "cases; tens of minutes)", path.parent.parent.parent / f"{TANSU_VERSION}.lock",
-                 path.is_file, lambda: _cargo_install(path), timeout=BUILD_TIMEOUT_S)
+                 "cases; tens of minutes)", lock, path.is_file, lambda: _cargo_install(path),
+                 timeout=BUILD_TIMEOUT_S)
     return path
 
 
@@ -59,8 +63,8 @@ def _cargo_install(target: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     log_path = root / "cargo-install.log"
     with open(log_path, "wb") as log:
-        code = subprocess.call([cargo, "install", "--locked", "tansu", "--version",
-                                TANSU_VERSION, "--root", str(root)], stdout=log,
+        code = subprocess.call([cargo, "install", "--locked", "tansu", "--features", FEATURES,
+                                "--version", TANSU_VERSION, "--root", str(root)], stdout=log,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                timeout=BUILD_TIMEOUT_S)
     if code != 0 or not target.is_file():
