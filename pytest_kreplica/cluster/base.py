@@ -176,6 +176,10 @@ class Cluster(abc.ABC):
     def isr(self, topic: str, partition: int) -> tuple[int, ...]:
         return self.partition_state(topic, partition).isr
 
+    # whether ``active_controller`` can answer (an external cluster may not expose its
+    # controller: ``capabilities.controller: false``, or a broker without KRaft like Tansu)
+    finds_controller: bool = True
+
     @abc.abstractmethod
     def active_controller(self, timeout: float = 30.0) -> int:
         """The KRaft quorum leader (DescribeQuorum), not DescribeCluster's random broker;

@@ -123,6 +123,10 @@ class ExternalCluster(AdminCluster):
     def _check_alive(self, node_ids: list[int] | None = None) -> None:
         """Nothing to watch: the processes are not ours (a dead node shows as unregistered)."""
 
+    @property
+    def finds_controller(self) -> bool:
+        return self.config.controller
+
     def active_controller(self, timeout: float = 30.0) -> int:
         if not self.config.controller:
             raise InputError(f"{self.config.path}: capabilities.controller is false, so the "

@@ -18,7 +18,7 @@ from ..waits import wait_for
 
 PROBE_TOPIC = "kreplica-clock-probe"
 SEND_TIMEOUT_S = 5.0
-CREATE_TIMEOUT_S = 30.0
+CREATE_TIMEOUT_S = 60.0  # after a skewed quorum leader fenced brokers, they re-register first
 
 
 class ClockProbe:

@@ -136,7 +136,8 @@ class Nemesis:
             state = self._wait_for_leader(topic, partition, set())
             rec.leader_before = state.leader
             rec.isr_before = sorted(state.isr)
-            rec.controller_before = self.cluster.active_controller()
+            rec.controller_before = (self.cluster.active_controller()
+                                     if getattr(self.cluster, "finds_controller", True) else None)
             rec.node = self._choose_victim(spec, state)
             rec.led_before = self._led_by(rec.node)
             struck = True
@@ -229,7 +230,6 @@ class Nemesis:
             rec.error = _join(rec.error, f"restore of {comp.label} failed: "
                                          f"{type(exc).__name__}: {exc}")
 
-    # -- steps ----------------------------------------------------------------------------
     def _choose_victim(self, spec: FaultSpec, state: PartitionState) -> int:
         if spec.target == "leader":
             return state.leader

@@ -250,7 +250,16 @@ class LogSystem:
                 return f"replicas {list(now)}, pending reassignments {pending}"
             return None
         wait_for(reordered, timeout, f"{topic} replicas reordered to {order}")
-        admin.elect_leaders(0, {topic: [PARTITION]})
+
+        def elected() -> str | None:  # the controller refuses while the target is out of
+            from kafka.errors import PreferredLeaderNotAvailableError  # the ISR (load)
+
+            try:
+                admin.elect_leaders(0, {topic: [PARTITION]})
+            except PreferredLeaderNotAvailableError as exc:
+                return f"{type(exc).__name__}; ISR {list(self.cluster.isr(topic, PARTITION))}"
+            return None
+        wait_for(elected, timeout, f"a preferred election of {topic} onto node {target}")
         state = self.cluster.wait_for_leader(topic, PARTITION, not_in=set(replicas) - {target},
                                              timeout=timeout)
         self.cluster.wait_healthy([topic], timeout=timeout)
