@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from .clockprobe import ClockProbe
-from .failure import GONE_AT_RECOVERY, Failure
+from .failure import Failure, degrading
 
 if TYPE_CHECKING:
     from ..cluster.faketime import Clocks
@@ -134,16 +134,9 @@ def restore(cluster: Any, node: int, failure: str, timeout: float = ACT_TIMEOUT_
 
 
 def _failure(fault: ClockFault, colour: str, label: str) -> Failure:
-    """The registry's entry: process backend only; the victim runs on (may keep leading,
-    acknowledges until it is back in sync); never drawn by ``random``; its ISR watched (a
+    """The registry's entry: a degrading fault (``failure.degrading``) (a
     leader's clock jumping ahead makes its followers look out of sync)."""
-    return Failure(
-        name=fault.name, doc=fault.doc, event=fault.name, restore_event="clock-reset",
-        colour=colour, label=label, backends=("process",), moves_leadership=False,
-        leader_gone=GONE_AT_RECOVERY, random=False,
-        strike=lambda cluster, node: strike(cluster, node, fault.name),
-        restore=lambda cluster, node, timeout: restore(cluster, node, fault.name, timeout),
-        watch_isr=True)
+    return degrading(fault.name, fault.doc, "clock-reset", colour, label, strike, restore)
 
 
 # the FAILURES registry's entries (faults/registry.py: one line)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from . import linkprobe
-from .failure import GONE_AT_RECOVERY, Failure
+from .failure import Failure, degrading
 
 if TYPE_CHECKING:
     from ..cluster.linkproxy import LinkProxy, Route
@@ -182,15 +182,8 @@ def restore(cluster: Any, node: int, failure: str, timeout: float = 0.0) -> str:
 
 
 def _failure(fault: LinkFault, colour: str, label: str) -> Failure:
-    """The registry's entry: process backend only, the victim runs on (may keep leading,
-    acknowledges until it is back in sync), never drawn by ``random``; its ISR watched."""
-    return Failure(
-        name=fault.name, doc=fault.doc, event=fault.name, restore_event="heal",
-        colour=colour, label=label, backends=("process",), moves_leadership=False,
-        leader_gone=GONE_AT_RECOVERY, random=False,
-        strike=lambda cluster, node: strike(cluster, node, fault.name),
-        restore=lambda cluster, node, timeout: restore(cluster, node, fault.name, timeout),
-        watch_isr=True)
+    """The registry's entry: a degrading fault (``failure.degrading``)."""
+    return degrading(fault.name, fault.doc, "heal", colour, label, strike, restore)
 
 
 # the FAILURES registry's entries (faults/registry.py, one line each)
