@@ -144,7 +144,7 @@ class Nemesis:
             watch = watch_fault(self.cluster, self.writer, FAILURES[spec.failure], rec)
             self._strike(spec, rec)
             if rec.node == rec.leader_before:
-                self._measure_election(spec, rec)
+                self._measure_election(spec, rec, state.replicas)
             else:
                 rec.election_note = "the victim did not lead the partition"
             if rec.node == rec.controller_before and \
@@ -276,12 +276,14 @@ class Nemesis:
             return self.election_timeout
         return max(spec.downtime_s - (_now() - rec.strike_ns) / 1e9, 0.1)
 
-    def _measure_election(self, spec: FaultSpec, rec: FaultRecord) -> None:
+    def _measure_election(self, spec: FaultSpec, rec: FaultRecord,
+                          replicas: tuple[int, ...]) -> None:
         """Time from the strike to metadata naming a leader other than the victim. A paused
         leader is only replaced once its broker session expires, so the wait ends with the
-        pause: a pause shorter than that keeps the leader and is recorded, not failed."""
-        others = set(self.cluster.partition_state(rec.topic, rec.partition).replicas) - {
-            rec.node}
+        pause: a pause shorter than that keeps the leader and is recorded, not failed.
+        ``replicas`` are those seen before the strike: asking metadata now would wait for an
+        answer a one-node cluster cannot give while its only node is struck."""
+        others = set(replicas) - {rec.node}
         if not others:
             rec.election_note = NO_OTHER_REPLICA
             return

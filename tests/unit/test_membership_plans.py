@@ -167,3 +167,49 @@ def test_a_moved_leaders_acks1_window_ends_at_recovery(name):
              "restore_ns": 5 * 10**9, "recovered_ns": 6 * 10**9, "led_before": ["t-0"]}
     (event,) = excusing_events([fault], {"acks": 1})
     assert event["until_ns"] == 6 * 10**9
+
+
+class _OneNode:
+    """A one-node cluster (Tansu, an external cluster of one broker): no metadata while its
+    only node is paused, as a real one answers nothing then."""
+
+    finds_controller = False  # as an external cluster declaring no controller
+
+    def __init__(self):
+        self.paused = False
+
+    def partition_state(self, topic, partition):
+        if self.paused:
+            raise ClusterError("waited 30 s for metadata: no running node accepts connections")
+        return _state(partition, 1, (1,))
+
+    def pause(self, node):
+        self.paused = True
+
+    def resume(self, node):
+        self.paused = False
+
+    def start_node(self, node, timeout=60.0):
+        self.paused = False
+
+    def node_state(self, node):
+        raise KeyError(node)
+
+    def log_files(self):
+        return {}
+
+    def wait_healthy(self, topics, timeout):
+        assert not self.paused
+
+
+def test_a_paused_only_replica_is_not_asked_for_metadata_before_its_restore():
+    """A Tansu SIGSTOP case restored its node 32 s after a 3 s pause: the nemesis asked the
+    paused (only) node for the partition's replicas to measure an election that could not
+    happen, and its 30 s wait failed the case."""
+    cluster = _OneNode()
+    plan = FaultPlan(seed=1, failure="soft", target="leader", downtime_s=0.2)
+    nemesis = Nemesis(cluster, _Writer(), plan, [("t", 0)], election_timeout=5)
+    record = nemesis.run_fault(plan.preview(1)[0])
+    assert record.error is None, record.error
+    assert record.node == 1 and record.new_leader is None and not cluster.paused
+    assert (record.restore_ns - record.strike_ns) / 1e9 < 3.0
