@@ -215,7 +215,8 @@ class LogMachine(RuleBasedStateMachine):
                                 f"watermark {self.model.high_watermark}, seen low watermark {low}")
         low = self.system.delete_records(self.topic, offset)
         self.model.delete_records(offset)
-        self.model.observe_log_start(low, f"{where} low watermark")
+        self.model.check_low_watermark(offset, low, where)
+        self._latest_log_start(where)  # the leader's own log start, which must be exact
 
     @rule(segment_ms=st.sampled_from([None, 100]),
           segment_bytes=st.sampled_from([None, *SEGMENT_BYTES]))

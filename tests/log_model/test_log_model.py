@@ -34,9 +34,7 @@ def _run_and_verify(cluster, run_dir, output, profile, kreplica_options):
     return run
 
 
-# not in CI for now: at load it failed twice in three fresh-clone runs with a mismatch Hypothesis
-# could not replay (a refused preferred election, fixed; DeleteRecords answering low watermark
-# 0 where the model held 12, open): run it with -m log_model
+@pytest.mark.ci
 def test_log_model_ci(kreplica_log_cluster, kreplica_log_dir, kreplica_output,
                       kreplica_options):
     run = _run_and_verify(kreplica_log_cluster, kreplica_log_dir, kreplica_output, "ci",

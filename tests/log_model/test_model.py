@@ -39,6 +39,21 @@ def test_check_read_names_expected_and_seen():
         model.check_read(2, [good[2], Record(3, None, b"x", 0)], "here", 1)
 
 
+def test_low_watermark_may_lag_below_the_log_start_but_not_below_the_request():
+    """A new leader answers DeleteRecords with the least log start it knows of its live
+    replicas, which may lag the leader's own (a CI-like run saw low watermark 0 while the
+    log started at 12). Below the requested offset it would be a broken promise."""
+    model = model_with(list(range(20)))
+    model.delete_records(12)
+    model.check_low_watermark(0, 0, "DeleteRecords(0) on a new leader")
+    model.check_low_watermark(12, 12, "DeleteRecords(12)")
+    with pytest.raises(ModelMismatch, match="requested offset 15 .* seen 13"):
+        model.check_low_watermark(15, 13, "DeleteRecords(15)")
+    with pytest.raises(ModelMismatch, match="highest log start 12, seen 14"):
+        model.check_low_watermark(12, 14, "DeleteRecords(12)")
+    assert model.log_start == 12  # a low watermark never moves the model's log start
+
+
 def test_delete_records_moves_the_log_start_only_forward():
     model = model_with([1, 2, 3, 4])
     assert model.delete_records(2) == 2
