@@ -276,13 +276,11 @@ class Nemesis:
             return self.election_timeout
         return max(spec.downtime_s - (_now() - rec.strike_ns) / 1e9, 0.1)
 
-    def _measure_election(self, spec: FaultSpec, rec: FaultRecord,
-                          replicas: tuple[int, ...]) -> None:
+    def _measure_election(self, spec: FaultSpec, rec: FaultRecord, replicas: tuple) -> None:
         """Time from the strike to metadata naming a leader other than the victim. A paused
         leader is only replaced once its broker session expires, so the wait ends with the
         pause: a pause shorter than that keeps the leader and is recorded, not failed.
-        ``replicas`` are those seen before the strike: asking metadata now would wait for an
-        answer a one-node cluster cannot give while its only node is struck."""
+        ``replicas``: seen before the strike (a struck one-node cluster answers nothing)."""
         others = set(replicas) - {rec.node}
         if not others:
             rec.election_note = NO_OTHER_REPLICA
