@@ -104,6 +104,11 @@ class LogModel:
         self.may_delete_below = max(self.may_delete_below, limit)
         return self.log_start, max(self.log_start, limit)
 
+    @property
+    def highest_log_start(self) -> int:
+        """The highest log start the model allows now (retention may have deleted up to it)."""
+        return max(self.log_start, self.may_delete_below)
+
     def check_low_watermark(self, requested: int, seen: int, where: str) -> None:
         """A successful DeleteRecords(requested) answers the partition's low watermark: the
         least log start offset among the live replicas *as the leader knows them*, and
@@ -111,7 +116,7 @@ class LogModel:
         DelayedDeleteRecords). A leader that took over recently may not know its followers'
         log starts yet, so below the leader's own log start it may report anything down to
         ``requested``; above the highest log start the model allows, nothing."""
-        highest = max(self.log_start, self.may_delete_below)
+        highest = self.highest_log_start
         if not requested <= seen <= highest:
             raise ModelMismatch(f"{where}: low watermark expected between the requested "
                                 f"offset {requested} and the highest log start {highest}, "
@@ -119,7 +124,7 @@ class LogModel:
 
     def observe_log_start(self, seen: int, where: str) -> None:
         """Accept the log start the system reports if the model allows it, else raise."""
-        highest = max(self.log_start, self.may_delete_below)
+        highest = self.highest_log_start
         if not self.log_start <= seen <= highest:
             allowed = (f"{self.log_start}" if highest == self.log_start
                        else f"between {self.log_start} and {highest} (retention range)")
