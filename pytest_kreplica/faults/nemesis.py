@@ -11,9 +11,8 @@ the new leader is checked against the ISR seen just before the fault.
 
 How a failure strikes and restores, and the event kinds it writes, come from its
 ``registry.FAILURES`` entry (``shared/HISTORY.md`` events table); the nemesis adds two
-observations the report draws on its timeline: ``elect`` (a new leader outside the victim,
-with the election time) and ``recovered`` (every replica back in sync; for a component: its
-work moving again).
+observations for the report's timeline: ``elect`` (a new leader outside the victim, with its
+election time) and ``recovered`` (every replica in sync; a component: its work moving again).
 
 A component is anything with the node fault methods (``terminate`` / ``kill`` / ``pause`` /
 ``resume`` / ``start``) that is not a broker; it comes wrapped in a :class:`Component` that
@@ -258,6 +257,7 @@ class Nemesis:
         self.progress(f"fault #{spec.index}: {failure.event} node {rec.node} ({spec.target})")
         try:  # the event follows the strike (at its time) to carry what it measured
             measured = failure.strike(self.cluster, rec.node)
+            rec.struck_ns = _now()
         finally:
             self.writer.event(failure.event, node=str(rec.node), role=spec.target,
                               time_ns=rec.strike_ns,

@@ -45,7 +45,8 @@ class FaultRecord:
     leader_before: int | None = None
     isr_before: list[int] = field(default_factory=list)
     led_before: list[str] | None = None  # "topic-partition"s of the case the victim led
-    strike_ns: int | None = None
+    strike_ns: int | None = None  # just before the strike was sent
+    struck_ns: int | None = None  # once it returned: a killed process is gone by then
     restore_ns: int | None = None
     recovered_ns: int | None = None
     new_leader: int | None = None

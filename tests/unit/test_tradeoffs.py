@@ -74,6 +74,18 @@ def test_records_sent_after_the_new_leader_took_over_are_not_excused(tmp_path):
     assert judge("at-least-once", COUNTS, run, early, {"acks": 1})["accepted"] is False
 
 
+def test_a_killed_leader_excuses_records_sent_until_its_kill_returned(tmp_path):
+    """m3 was sent (13) after the kill began (12) but before the process was gone (14): the
+    leader could still acknowledge it. Without ``struck_ns`` the window ends at 12."""
+    run = lost_m3(tmp_path)
+    began = leader_kill()
+    began[0].update(strike_ns=12, election_s=1.0)
+    assert judge("at-least-once", COUNTS, run, began, {"acks": 1})["accepted"] is False
+    began[0]["struck_ns"] = 14
+    t = judge("at-least-once", COUNTS, run, began, {"acks": 1})
+    assert t["accepted"] is True and t["excused"] == 1, t["reason"]
+
+
 def test_a_lost_record_a_replica_still_holds_is_a_consumer_bug(tmp_path):
     run = lost_m3(tmp_path, log=("m0", "m1", "m2", "m3", "m4", "m5"))
     t = judge("at-least-once", COUNTS, run, leader_kill(), {"acks": 1})
