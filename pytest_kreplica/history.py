@@ -145,10 +145,12 @@ class RunWriter:
         cluster: str | None = None,
         isolation: str | None = None,
         generation: int | None = None,
+        txn: str | None = None,
     ) -> None:
         """Record one record a consumer received, in the order the poll returned them.
-        Version 2: ``isolation`` (read_committed / read_uncommitted) and the consumer group
-        ``generation`` the poll ran in."""
+        Version 2: ``isolation`` (read_committed / read_uncommitted), the consumer group
+        ``generation`` the poll ran in, and the ``txn`` of a read-process-write transaction
+        the poll belongs to."""
         row: dict[str, Any] = {
             "process": int(process),
             "poll": int(poll),
@@ -168,6 +170,8 @@ class RunWriter:
             row["isolation"] = isolation
         if generation is not None:
             row["generation"] = int(generation)
+        if txn is not None:
+            row["txn"] = str(txn)
         self._polls.append(row)
 
     def event(

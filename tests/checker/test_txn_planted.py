@@ -10,7 +10,8 @@ from pytest_kreplica.validation.checker.verdict import is_valid
 
 ALO, EO, AMO = "at-least-once", "exactly-once", "at-most-once"
 EVERY = {ALO, EO, AMO}
-TXN_NAMES = {"aborted_read", "precommitted_read", "lost_committed", "torn_transaction"}
+TXN_NAMES = {"aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
+             "write_cycle", "read_cycle", "mixed_cycle"}
 
 
 class Txn:
@@ -35,8 +36,10 @@ class Txn:
                      complete_ns=next(h.clock))
         return self
 
-    def read(self, process, partition, records, isolation="read_committed", generation=1):
-        """One poll: ``records`` as (offset, id)."""
+    def read(self, process, partition, records, isolation="read_committed", generation=1,
+             txn=None):
+        """One poll: ``records`` as (offset, id); ``txn``: the read-process-write
+        transaction it belongs to."""
         h = self.h
         n = h.polls_made.get(process, 0)
         h.polls_made[process] = n + 1
@@ -44,7 +47,7 @@ class Txn:
         for i, (offset, rid) in enumerate(records):
             h.writer.poll(process=process, poll=n, topic="t", partition=partition,
                           offset=offset, id=rid, time_ns=t, index=i, isolation=isolation,
-                          generation=generation)
+                          generation=generation, txn=txn)
         return self
 
     def rebalance(self, process, held, generation):
@@ -125,9 +128,50 @@ def indeterminate_txn_unread_is_not_lost(t):
     return {}, set()
 
 
+def write_cycle(t):
+    """T1 appends before T2 on partition 0 and after it on partition 1 (G0): Kafka allows
+    it, so it is reported and the run stays valid."""
+    t.txn("T1", [("a0", 0, 0), ("a1", 1, 1)])
+    t.txn("T2", [("b0", 0, 1), ("b1", 1, 0)], process=1)
+    t.read(1, 0, [(0, "a0"), (1, "b0")]).read(1, 1, [(0, "b1"), (1, "a1")])
+    return {"write_cycle": 1}, set()
+
+
+def back_edge_without_a_cycle(t):
+    """T2 committed first but T1's record precedes it: a back edge in commit order, no
+    cycle (and T3's interleaving with T2 on one partition only makes none either)."""
+    t.txn("T2", [("b0", 0, 1), ("b1", 1, 0)], process=2)
+    t.txn("T1", [("a0", 0, 0)])
+    t.txn("T3", [("c1", 1, 1), ("c0", 0, 2)], process=3)
+    t.read(1, 0, [(0, "a0"), (1, "b0"), (2, "c0")]).read(1, 1, [(0, "b1"), (1, "c1")])
+    return {}, set()
+
+
+def read_cycle(t):
+    """Read-process-write: T1 read T2's record and T2 read T1's, both committed (G1c of
+    write-read edges only): each read the other before it committed."""
+    t.read(5, 1, [(0, "y0")], txn="T1")
+    t.read(6, 0, [(0, "x0")], txn="T2")
+    t.txn("T1", [("x0", 0, 0)])
+    t.txn("T2", [("y0", 1, 0)])
+    t.read(1, 0, [(0, "x0")]).read(1, 1, [(0, "y0")])
+    return {"read_cycle": 1, "precommitted_read": 2}, EVERY
+
+
+def mixed_cycle(t):
+    """T1 appends before T2 on partition 0, and T1 read T2's record on partition 1:
+    a cycle of one ww and one wr edge (G1c), allowed by Kafka's protocol."""
+    t.txn("T2", [("b0", 0, 1), ("b1", 1, 0)])
+    t.read(5, 1, [(0, "b1")], txn="T1")
+    t.txn("T1", [("a0", 0, 0)], process=1)
+    t.read(1, 0, [(0, "a0"), (1, "b0")]).read(1, 1, [(0, "b1")])
+    return {"mixed_cycle": 1}, set()
+
+
 CASES = [clean_with_aborts_and_an_observer, aborted_read, precommitted_read, lost_committed,
          torn_transaction, no_tear_across_an_owner_change,
-         skip_across_a_rebalance_that_kept_the_partition, indeterminate_txn_unread_is_not_lost]
+         skip_across_a_rebalance_that_kept_the_partition, indeterminate_txn_unread_is_not_lost,
+         write_cycle, back_edge_without_a_cycle, read_cycle, mixed_cycle]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])

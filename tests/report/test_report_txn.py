@@ -37,3 +37,12 @@ def test_transactions_section_shows_outcomes_and_marks_anomalies(tmp_path):
 def test_version_1_report_has_no_transactions_section(tmp_path):
     page = _report(tmp_path / "v1", {"lost": 0})
     assert "<h2>Transactions</h2>" not in page
+
+
+def test_cycles_are_listed_and_only_the_forbidden_one_is_red(tmp_path):
+    page = _report(tmp_path / "cycles", {"txns_committed": 10, "write_cycle": 3,
+                                         "read_cycle": 1, "mixed_cycle": 0})
+    section = page[page.index("<h2>Transactions</h2>"):]
+    assert '<th>write_cycle</th><td class="num">3</td>' in section
+    assert '<th>read_cycle</th><td class="num bad">1</td>' in section
+    assert '<th>mixed_cycle</th><td class="num">0</td>' in section

@@ -30,26 +30,29 @@ CONTRACT = {
 # docs/history.md, version 2: the transactional anomalies
 TXN_BREAK = {"aborted_read": set(CONTRACT), "precommitted_read": set(CONTRACT),
              "torn_transaction": set(CONTRACT), "lost_committed": {"at-least-once",
-                                                                   "exactly-once"}}
+                                                                   "exactly-once"},
+             "read_cycle": set(CONTRACT)}
 for _name, _semantics in TXN_BREAK.items():
     for _s in _semantics:
         CONTRACT[_s] = CONTRACT[_s] | {_name}
 
 
 def test_registry_encodes_the_contract():
-    assert len(NAMES) == len(ANOMALY_TABLE) == 14  # no name twice
+    assert len(NAMES) == len(ANOMALY_TABLE) == 17  # no name twice
     assert {s: set(v) for s, v in INVALIDATING.items()} == CONTRACT
     assert set(SEMANTICS) == set(INVALIDATING)
     reported_only = {a.name for a in ANOMALY_TABLE if not a.invalidating}
-    assert reported_only == {"nonmonotonic_sends", "recovered"}
-    assert all(a.meaning and a.label and a.counted_per in ("id", "offset", "pair", "transaction")
+    assert reported_only == {"nonmonotonic_sends", "recovered", "write_cycle", "mixed_cycle"}
+    assert all(a.meaning and a.label and a.counted_per in ("id", "offset", "pair", "transaction",
+                                                           "cycle")
                for a in ANOMALY_TABLE)
 
 
 def test_spark_rules_count_exactly_the_registry():
-    from pytest_kreplica.validation.checker import txn
+    from pytest_kreplica.validation.checker import cycles, txn
 
-    assert sorted((*rules.ID_FLAGS, *rules.PAIR_COUNTS, *txn.TXN_ANOMALIES)) == sorted(NAMES)
+    assert sorted((*rules.ID_FLAGS, *rules.PAIR_COUNTS, *txn.TXN_ANOMALIES,
+                   *cycles.CYCLE_ANOMALIES)) == sorted(NAMES)
 
 
 def test_verdict_counts_and_validity_follow_the_registry():

@@ -72,6 +72,13 @@ ANOMALY_TABLE: tuple[Anomaly, ...] = (
     Anomaly("torn_transaction", "transaction", "a read_committed reader saw part of a "
             "committed transaction but skipped another record inside its read range",
             _EVERY, "torn_transaction"),
+    # dependency cycles between committed transactions (checker/cycles.py)
+    Anomaly("write_cycle", "cycle", "committed transactions whose appends interleave in a "
+            "cycle of write-write order (G0; Kafka's protocol allows it)", (), "write_cycle"),
+    Anomaly("read_cycle", "cycle", "read-process-write transactions each reading another's "
+            "writes in a cycle (G1c of write-read edges)", _EVERY, "read_cycle"),
+    Anomaly("mixed_cycle", "cycle", "a cycle of write-write and write-read edges (G1c; "
+            "Kafka's protocol allows it)", (), "mixed_cycle"),
 )
 
 ANOMALIES: dict[str, Anomaly] = {a.name: a for a in ANOMALY_TABLE}

@@ -90,12 +90,16 @@ def check(
         txn_counts: dict[str, int] = {}
         txn_examples: dict[str, list] = {}
         if v2:
-            from . import txn
+            from . import cycles, txn
 
             out = txn.outcomes(spark, path)
             txn_frames = txn.build(sends_df, polls_df, out)
             txn_counts = txn.count(txn_frames)
             txn_examples = txn.examples(txn_frames, txn_counts, EXAMPLES_PER_ANOMALY)
+            cycle_counts, cycle_examples = cycles.find(sends_df, polls_df, out,
+                                                       EXAMPLES_PER_ANOMALY)
+            txn_counts.update(cycle_counts)
+            txn_examples.update(cycle_examples)
             sends_df, polls_df = txn.v1_view(sends_df, polls_df, out)
             extra["history_version"] = txn.HISTORY_VERSION
         frames = rules.build(sends_df, polls_df, exempting, mirrored, assignments)

@@ -55,6 +55,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("cluster", STR),
         Column("isolation", STR),  # version 2
         Column("generation", INT),  # version 2
+        Column("txn", STR),  # version 2: the read-process-write transaction that polled
     ),
     EVENTS: (
         Column("time_ns", INT, True),
