@@ -1,8 +1,10 @@
 """The ``txn`` workload (matrix ``workload: txn``, issue 17): Jepsen-style transactions.
 
-One transactional producer (kafka-python ``transactional_id``) writes random transactions of
-1-4 records over the case's topics and partitions, and commits or aborts each by a seeded
-coin (3 in 4 commit). Every record becomes a ``sends`` row with its transaction id, and every
+Two transactional producers (kafka-python, each its own ``transactional_id``) write random
+transactions of 1-4 records over the case's topics and partitions at the same time, and
+commit or abort each by a seeded coin (3 in 4 commit). Running two at once is what lets
+their open transactions interleave in partitions, the write-write cycles (G0) the checker
+reports. Every record becomes a ``sends`` row with its transaction id, and every
 transaction a ``txns`` row with its outcome: ``committed`` / ``aborted`` only when the
 client said so, ``info`` when a commit or abort raised (it may have happened). Two
 read_committed members of one consumer group (``txn_group``) and a read_uncommitted observer
@@ -34,7 +36,7 @@ from .workload import (
 from .workload import Consumer as PlainConsumer
 
 HISTORY_VERSION = 2
-PRODUCER_PROCESS, GROUP_PROCESSES, OBSERVER_PROCESS = 0, (1, 2), 9
+PRODUCER_PROCESSES, GROUP_PROCESSES, OBSERVER_PROCESS = (0, 3), (1, 2), 9
 COMMIT_SHARE = 0.75
 MAX_RECORDS = 4
 DELIVERY_TIMEOUT_MS = 30_000
@@ -57,40 +59,66 @@ def _producer(case: Case, bootstrap: str, transactional_id: str):
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
             stats: ProduceStats | None = None, stop: threading.Event | None = None,
-            process: int = PRODUCER_PROCESS, keep_going: Callable[[], bool] | None = None,
+            process: int = PRODUCER_PROCESSES[0], keep_going: Callable[[], bool] | None = None,
             max_rate: float | None = None) -> ProduceStats:
-    """Write transactions until ``messages`` records were sent (and while ``keep_going``)."""
+    """Write transactions from every producer until ``messages`` records were sent between
+    them (and while ``keep_going``); a producer's failure is raised once all have stopped."""
     stats = stats or ProduceStats()
-    rng = random.Random(case.seed)
+    processes = (process, *[p for p in PRODUCER_PROCESSES if p != process])
+    errors: list[BaseException] = []
+
+    def one(index: int, proc: int) -> None:
+        try:
+            _produce_one(case, topics, bootstrap, writer, stats, stop, proc, index,
+                         keep_going, max_rate / len(processes) if max_rate else None)
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i, p), name=f"kreplica-txn-producer-{p}",
+                                daemon=True) for i, p in enumerate(processes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return stats
+
+
+def _produce_one(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
+                 stats: ProduceStats, stop: threading.Event | None, process: int, index: int,
+                 keep_going: Callable[[], bool] | None, max_rate: float | None) -> None:
+    """One producer's loop; transaction ids carry the process, unique in the run."""
+    rng = random.Random(case.seed * 1000 + index)
     targets = [(t, p) for t in topics for p in range(case.partitions)]
-    transactional_id = f"kr-txn-{topics[0]}"[:200]
+    transactional_id = f"kr-txn-{topics[0]}-{process}"[:200]
     producer = _producer(case, bootstrap, transactional_id)
     writer.event("start", process=process, detail=f"transactional producer {transactional_id}")
-    started, n = time.monotonic(), 0
+    started, n, mine = time.monotonic(), 0, 0
     try:
         while stats.sent < case.messages or (keep_going is not None and keep_going()):
             if stop is not None and stop.is_set():
                 break
             n += 1
-            ok = _one_transaction(producer, f"T{n:06d}", rng, targets, case, writer, stats,
-                                  process)
+            ok, sent = _one_transaction(producer, f"P{process}-T{n:06d}", rng, targets,
+                                        case, writer, stats, process)
+            mine += sent
             if not ok:  # the producer is unusable: a fresh one fences it
                 with contextlib.suppress(Exception):
                     producer.close(timeout=5)
                 writer.event("client-crash", process=process, detail="txn producer replaced")
                 producer = _producer(case, bootstrap, transactional_id)
             if max_rate:
-                time.sleep(max(0.0, stats.sent / max_rate - (time.monotonic() - started)))
+                time.sleep(max(0.0, mine / max_rate - (time.monotonic() - started)))
     finally:
         with contextlib.suppress(Exception):
             producer.close(timeout=10)
-    return stats
 
 
 def _one_transaction(producer: Any, txn: str, rng: random.Random,
                      targets: list[tuple[str, int]], case: Case, writer: RunWriter,
-                     stats: ProduceStats, process: int) -> bool:
-    """One transaction, recorded; False when the producer must be replaced."""
+                     stats: ProduceStats, process: int) -> tuple[bool, int]:
+    """One transaction, recorded: (whether the producer is still usable, records sent)."""
     commit = rng.random() < COMMIT_SHARE
     picks = [rng.choice(targets) for _ in range(rng.randint(1, MAX_RECORDS))]
     begin, end_ns, error, usable = now_ns(), None, None, True
@@ -103,6 +131,9 @@ def _one_transaction(producer: Any, txn: str, rng: random.Random,
             future = producer.send(topic, value=record_value(rid, case.message_bytes),
                                    partition=partition)
             sent.append((rid, topic, partition, invoke, future))
+            # one record at a time, as Jepsen's client sends: each is appended before the
+            # next leaves, so two producers' open transactions interleave record by record
+            future.get(timeout=DELIVERY_TIMEOUT_MS / 1000)
         end_ns = now_ns()
         if commit:
             producer.commit_transaction()
@@ -124,12 +155,13 @@ def _one_transaction(producer: Any, txn: str, rng: random.Random,
         status, offset, err = _settled(future)
         writer.send(process=process, topic=topic, partition=partition, id=rid, offset=offset,
                     status=status, invoke_ns=invoke, complete_ns=done, error=err, txn=txn)
-        stats.sent += 1
+        with stats.lock:
+            stats.sent += 1
         # what the drain waits for: committed records; aborted ones are never readable
         stats.count({"committed": status, "aborted": "fail"}.get(outcome, "info"), rid)
     writer.txn(process=process, txn=txn, status=outcome, begin_ns=begin, end_ns=end_ns,
                complete_ns=now_ns(), error=error)
-    return usable
+    return usable, len(sent)
 
 
 def _settled(future: Any) -> tuple[str, int | None, str | None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import random
+import time
 
 import pytest
 
@@ -44,6 +45,11 @@ class _Future:
     def succeeded(self):
         return self.is_done and self.exception is None
 
+    def get(self, timeout=None):
+        if self.exception is not None:
+            raise self.exception
+        return self.value
+
 
 class _Producer:
     """Answers like kafka-python's transactional producer; ``fail`` names a step to raise."""
@@ -78,10 +84,11 @@ class _Case:
 def _run(tmp_path, producer, seed):
     stats = ProduceStats()
     with RunWriter(tmp_path) as w:
-        usable = workload._one_transaction(producer, "T1", random.Random(seed),
-                                           [("t", 0), ("t", 1)], _Case(), w, stats, 0)
+        usable, sent = workload._one_transaction(producer, "T1", random.Random(seed),
+                                                 [("t", 0), ("t", 1)], _Case(), w, stats, 0)
     rows = [json.loads(x) for x in (tmp_path / "sends.jsonl").read_text().splitlines()]
     (txn,) = [json.loads(x) for x in (tmp_path / "txns.jsonl").read_text().splitlines()]
+    assert sent == len(rows) == stats.sent
     return usable, rows, txn, stats
 
 
@@ -114,3 +121,44 @@ def test_a_failure_before_commit_is_settled_by_an_abort(tmp_path):
     usable, rows, txn, _ = _run(tmp_path, producer, _seed(True))
     assert usable and txn["status"] == "aborted" and txn["end_ns"] is None
     assert producer.calls[-1] == "abort" and rows == []
+
+
+class _ProduceCase(_Case):
+    seed, partitions, messages = 7, 2, 40
+
+
+class _SlowProducer(_Producer):
+    """Takes a few milliseconds per commit, as a real one does, so both producers get turns."""
+
+    def commit_transaction(self):
+        time.sleep(0.005)
+        super().commit_transaction()
+
+
+def test_two_producers_write_at_once_with_their_own_ids_and_transactions(tmp_path,
+                                                                         monkeypatch):
+    made: list[str] = []
+
+    def fake(case, bootstrap, transactional_id):
+        made.append(transactional_id)
+        return _SlowProducer()
+
+    monkeypatch.setattr(workload, "_producer", fake)
+    with RunWriter(tmp_path) as w:
+        stats = workload.produce(_ProduceCase(), ["t"], "localhost:1", w)
+    txns = [json.loads(x) for x in (tmp_path / "txns.jsonl").read_text().splitlines()]
+    sends = [json.loads(x) for x in (tmp_path / "sends.jsonl").read_text().splitlines()]
+    assert sorted(made) == ["kr-txn-t-0", "kr-txn-t-3"]
+    assert {t["process"] for t in txns} == set(workload.PRODUCER_PROCESSES)
+    assert len({t["txn"] for t in txns}) == len(txns)
+    assert all(s["txn"].startswith(f"P{s['process']}-") for s in sends)
+    assert stats.sent == len(sends) >= _ProduceCase.messages
+
+
+def test_a_producer_that_cannot_start_fails_the_produce_phase(tmp_path, monkeypatch):
+    def broken(case, bootstrap, transactional_id):
+        raise RuntimeError(f"no coordinator for {transactional_id}")
+
+    monkeypatch.setattr(workload, "_producer", broken)
+    with RunWriter(tmp_path) as w, pytest.raises(RuntimeError, match="no coordinator"):
+        workload.produce(_ProduceCase(), ["t"], "localhost:1", w)
