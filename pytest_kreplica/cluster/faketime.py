@@ -32,12 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import hashlib
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from .. import once
 from ..cache import cache_dir
-from ..errors import EnvironmentProblem
+from . import debpkg
 
 if TYPE_CHECKING:
     from .base import ClusterSpec, Node
@@ -56,7 +52,6 @@ POOL_URL = ("https://deb.debian.org/debian/pool/main/f/faketime/"
 POOL_SHA256 = "b09481e7690680966005330c3f907bba4b5eefc35e1faaea4783cc55655d1150"
 LIBRARY = "libfaketime.so.1"
 SYSTEM_GLOB = f"/usr/lib/*/faketime/{LIBRARY}"  # Debian's faketime package, any arch
-FETCH_TIMEOUT_S = 120.0
 SHM_DIR = Path("/dev/shm")
 SHM_NAME = re.compile(r"^(?:faketime_shm_|sem\.faketime_sem_)(\d+)$")  # libfaketime's, by pid
 OFFSET_FILE = "faketime.rc"  # in the node's home: "+<seconds>" or "-<seconds>"
@@ -83,59 +78,11 @@ def _remedy() -> str:
             f"{LIBRARY} at {cached_library()}")
 
 
-def _apt_download(workdir: Path) -> Path | None:
-    """``apt-get download libfaketime`` into ``workdir``; None when apt cannot (no apt,
-    no package lists); its output goes to ``apt-download.log``."""
-    apt = shutil.which("apt-get")
-    if apt is None:
-        return None
-    with open(workdir / "apt-download.log", "wb") as log:
-        try:
-            code = subprocess.call([apt, "download", "libfaketime"], cwd=workdir,
-                                   stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, timeout=FETCH_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return None
-    debs = sorted(workdir.glob("libfaketime_*.deb"))
-    return debs[0] if code == 0 and debs else None
-
-
-def _pool_download(workdir: Path) -> Path:
-    """The pinned package from Debian's pool, checked against its sha256."""
-    import urllib.request  # lazy: 40 ms, and the plugin imports this module at start
-
-    target = workdir / POOL_URL.rsplit("/", 1)[1]
-    try:
-        with urllib.request.urlopen(POOL_URL, timeout=FETCH_TIMEOUT_S) as resp:
-            data = resp.read()
-    except OSError as exc:
-        raise EnvironmentProblem(f"the clock faults need libfaketime: apt-get download "
-                                 f"failed and {POOL_URL} could not be fetched ({exc}); "
-                                 f"{_remedy()}") from None
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != POOL_SHA256:
-        raise EnvironmentProblem(f"{POOL_URL} has sha256 {digest}, expected {POOL_SHA256}; "
-                                 f"{_remedy()}")
-    target.write_bytes(data)
-    return target
-
-
 def _fetch_and_unpack(target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    dpkg_deb = shutil.which("dpkg-deb")
-    if dpkg_deb is None:
-        raise EnvironmentProblem(f"the clock faults need libfaketime and dpkg-deb to unpack "
-                                 f"it (a Debian machine); {_remedy()}")
-    with tempfile.TemporaryDirectory(prefix="fetch-", dir=target.parent) as tmp:
-        work = Path(tmp)
-        deb = _apt_download(work) or _pool_download(work)
-        subprocess.run([dpkg_deb, "-x", str(deb), str(work / "root")], check=True,
-                       capture_output=True, timeout=FETCH_TIMEOUT_S)
-        found = sorted((work / "root").glob(f"usr/lib/*/faketime/{LIBRARY}"))
-        if not found:
-            raise EnvironmentProblem(f"{deb.name} holds no usr/lib/*/faketime/{LIBRARY} "
-                                     f"(expected one); {_remedy()}")
-        found[0].replace(target)
+    debpkg.fetch(debpkg.DebFile(
+        package="libfaketime", pool_url=POOL_URL, pool_sha256=POOL_SHA256,
+        member_glob=f"usr/lib/*/faketime/{LIBRARY}", purpose="the clock faults",
+        remedy=_remedy()), target)
 
 
 def _running(pid: int) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_kreplica.cluster import faketime
+from pytest_kreplica.cluster import debpkg, faketime
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.errors import InputError
@@ -179,10 +179,10 @@ def test_the_library_is_fetched_and_unpacked_without_root_changes(tmp_path, monk
     without apt the pinned package from Debian's pool checked by sha256; either way
     ``dpkg-deb -x`` leaves the shared object, nothing is installed."""
     if apt:
-        assert faketime.shutil.which("apt-get"), "a Debian machine has apt-get"
+        assert debpkg.shutil.which("apt-get"), "a Debian machine has apt-get"
     else:
-        which = faketime.shutil.which
-        monkeypatch.setattr(faketime.shutil, "which",
+        which = debpkg.shutil.which
+        monkeypatch.setattr(debpkg.shutil, "which",
                             lambda name: None if name == "apt-get" else which(name))
     target = tmp_path / "lib" / faketime.LIBRARY
     faketime._fetch_and_unpack(target)

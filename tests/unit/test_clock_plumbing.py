@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_kreplica.cluster import faketime
+from pytest_kreplica.cluster import debpkg, faketime
 from pytest_kreplica.cluster.base import CLOCK_FAILURES
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError, MatrixError
@@ -86,7 +86,7 @@ def test_without_apt_the_pinned_pool_package_must_match_its_digest(monkeypatch, 
             return b"not the package"
 
     monkeypatch.setattr("urllib.request.urlopen", lambda url, timeout: Answer())
-    monkeypatch.setattr(faketime.shutil, "which", lambda name: None if name == "apt-get"
+    monkeypatch.setattr(debpkg.shutil, "which", lambda name: None if name == "apt-get"
                         else f"/usr/bin/{name}")
     with pytest.raises(EnvironmentProblem) as err:
         faketime._fetch_and_unpack(tmp_path / "lib" / faketime.LIBRARY)
