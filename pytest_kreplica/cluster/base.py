@@ -30,6 +30,8 @@ LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
 CLOCK_FAILURES = ("clock_skew", "clock_skew_back", "clock_strobe")
 # ... and those that need each node's log dir on its own small filesystem (faults/disk.py)
 DISK_FAILURES = ("disk_full", "disk_readonly")
+# ... and those that need each node's log dir on a lazy FUSE filesystem (faults/power.py)
+POWER_FAILURES = ("power_loss", "power_loss_all")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class ClusterSpec:
     clock: bool = False
     # each node's log dir on its own small filesystem (disk faults, cluster/smalldisk.py)
     disks: bool = False
+    # each node's log dir on a FUSE filesystem that can drop un-fsynced writes (lazymount.py)
+    lazy: bool = False
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
-from .base import CLOCK_FAILURES, DISK_FAILURES, LINK_FAILURES, Cluster, ClusterSpec
+from .base import (
+    CLOCK_FAILURES,
+    DISK_FAILURES,
+    LINK_FAILURES,
+    POWER_FAILURES,
+    Cluster,
+    ClusterSpec,
+)
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -34,7 +41,8 @@ def cluster_spec(case: Case) -> ClusterSpec:
                        backend=case.backend,
                        links=getattr(case, "failure", None) in LINK_FAILURES,
                        clock=getattr(case, "failure", None) in CLOCK_FAILURES,
-                       disks=getattr(case, "failure", None) in DISK_FAILURES)
+                       disks=getattr(case, "failure", None) in DISK_FAILURES,
+                       lazy=getattr(case, "failure", None) in POWER_FAILURES)
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -45,6 +53,7 @@ def spec_key(spec: ClusterSpec) -> str:
     links = "-links" if getattr(spec, "links", False) else ""
     clock = "-clock" if getattr(spec, "clock", False) else ""
     disks = "-disks" if getattr(spec, "disks", False) else ""
+    disks += "-lazy" if getattr(spec, "lazy", False) else ""
     return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}{clock}{disks}"
 
 

@@ -25,7 +25,7 @@ import psutil
 from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
-from . import distribution, faketime, linkproxy, prepared, reaper, smalldisk
+from . import distribution, faketime, lazymount, linkproxy, prepared, reaper, smalldisk
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
@@ -68,7 +68,7 @@ class ProcessCluster(AdminCluster):
         self.timings: dict[str, float] = {}
         self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
         self.clocks: faketime.Clocks | None = None  # spec.clock: the preloaded clocks
-        self.disks: smalldisk.SmallDisks | None = None  # spec.disks: a small fs per node
+        self.disks: smalldisk.SmallDisks | lazymount.LazyDisks | None = None  # disks / lazy
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -154,8 +154,9 @@ class ProcessCluster(AdminCluster):
                                     log_dir=data, log_file=home / "server.log"))
             self._states[addr.node_id] = NodeState.STOPPED
         self.clocks = faketime.for_cluster(self.spec, self._nodes)
-        if self.spec.disks:  # mounted before anything is written to the log dirs
-            self.disks = smalldisk.mount_all({n.node_id: n.log_dir for n in self._nodes})
+        if self.spec.disks or self.spec.lazy:  # mounted before anything is written there
+            self.disks = (smalldisk if self.spec.disks else lazymount).mount_all(
+                {n.node_id: n.log_dir for n in self._nodes})
 
     def _jvm_command(self, node: Node | None, main_class: str, *args: str) -> list[str]:
         assert self.dist is not None

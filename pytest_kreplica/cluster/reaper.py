@@ -93,8 +93,9 @@ def kill_process_tree(proc: psutil.Process) -> None:
 
 
 def reap_orphans(timeout: float = 10.0) -> list[int]:
-    """Kill marked processes whose owner process is dead, then unmount the small disks such an
-    owner left (``smalldisk.sweep_stale``); return the JVMs' pids.
+    """Kill marked processes whose owner process is dead, then unmount the small disks and
+    lazy filesystems such an owner left (``sweep_stale`` of smalldisk and lazymount);
+    return the JVMs' pids.
 
     The plugin calls this at session start; every cluster start calls it too.
     """
@@ -107,4 +108,7 @@ def reap_orphans(timeout: float = 10.0) -> list[int]:
         kill_process_tree(proc)
     psutil.wait_procs(orphans, timeout=timeout)
     smalldisk.sweep_stale()
+    from . import lazymount  # lazy: it imports this module
+
+    lazymount.sweep_stale()
     return [p.pid for p in orphans]

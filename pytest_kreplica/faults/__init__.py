@@ -3,9 +3,10 @@ seeded plan it follows, the nemesis itself and the checks of what it recorded.""
 
 from __future__ import annotations
 
+from .background import run_in_thread
 from .checks import ELECTION_BOUND_S, scenario_checks
 from .failure import Failure
-from .nemesis import Component, Nemesis, run_in_thread
+from .nemesis import Component, Nemesis
 from .plan import FAULT_RECORD_PHASES, FaultPlan, FaultRecord, FaultSpec
 from .registry import (
     COMPONENT_TARGETS,

@@ -50,6 +50,10 @@ class Failure:
     # the victim's process runs on as a voter (a replica move, an election): the KRaft quorum
     # leader need not move, so the nemesis does not wait for a controller failover
     keeps_controller: bool = False
+    # a failure that drops what a node had not fsynced (power loss): from the strike's
+    # measured text, each "topic-partition" whose segments lost bytes, with those nodes (the
+    # loss evidence: a partition cut on every replica may lose acknowledged records)
+    segments_cut: Callable[[str | None], dict[str, set[int]]] | None = None
 
     def runs_on(self, backend: str) -> bool:
         return self.backends is None or backend in self.backends

@@ -33,7 +33,7 @@ from ..errors import ClusterError, InputError
 from ..waits import wait_for
 from .failure import Failure
 from .isrwatch import watch_fault
-from .plan import NO_OTHER_REPLICA, FaultPlan, FaultRecord, FaultSpec
+from .plan import ALL_DOWN, NO_OTHER_REPLICA, FaultPlan, FaultRecord, FaultSpec
 from .registry import COMPONENT_TARGETS, FAILURES, TARGETS
 
 if TYPE_CHECKING:
@@ -257,7 +257,7 @@ class Nemesis:
         self.progress(f"fault #{spec.index}: {failure.event} node {rec.node} ({spec.target})")
         try:  # the event follows the strike (at its time) to carry what it measured
             measured = failure.strike(self.cluster, rec.node)
-            rec.struck_ns = _now()
+            rec.struck_ns, rec.measured = _now(), measured
         finally:
             self.writer.event(failure.event, node=str(rec.node), role=spec.target,
                               time_ns=rec.strike_ns,
@@ -282,8 +282,8 @@ class Nemesis:
         pause: a pause shorter than that keeps the leader and is recorded, not failed.
         ``replicas``: seen before the strike (a struck one-node cluster answers nothing)."""
         others = set(replicas) - {rec.node}
-        if not others:
-            rec.election_note = NO_OTHER_REPLICA
+        if not others or self._all_down():
+            rec.election_note = ALL_DOWN if others else NO_OTHER_REPLICA
             return
         may_keep = not FAILURES[spec.failure].moves_leadership
         timeout = min(self.election_timeout, self._election_timeout(spec, rec))
@@ -310,6 +310,8 @@ class Nemesis:
     def _measure_controller_failover(self, spec: FaultSpec, rec: FaultRecord) -> None:
         """Time from the strike until the KRaft quorum names another leader (C.5). Bounded
         by the downtime for a pause: a short pause may keep the quorum leader."""
+        if self._all_down():
+            return
         timeout = self._election_timeout(spec, rec)
         seen: list[int | None] = [None]
 
@@ -355,6 +357,13 @@ class Nemesis:
             rec.error = _join(rec.error, f"restore of node {rec.node} failed: "
                                          f"{type(exc).__name__}: {exc}")
 
+    def _all_down(self) -> bool:
+        """Every node stopped (a power loss of all): nothing can lead until the restore, and
+        a metadata request would only wait out its own timeout."""
+        nodes = getattr(self.cluster, "nodes", None) or []  # unknown: not all down
+        return bool(nodes) and all(self.cluster.node_state(n.node_id).value != "running"
+                                   for n in nodes)
+
     def _logs_hint(self) -> str:
         """Where to look when a wait times out (empty when the cluster cannot say)."""
         try:
@@ -381,20 +390,3 @@ class Nemesis:
                  f"a leader of {topic}-{partition} outside {sorted(not_in)}",
                  hint=self._logs_hint(), poll=interval)
         return seen[-1]
-
-
-def run_in_thread(nemesis: Nemesis, stop: threading.Event | None = None
-                  ) -> tuple[threading.Thread, dict[str, Any]]:
-    """Start ``nemesis.run`` in a daemon thread; the returned dict receives ``error`` (the
-    exception) when it fails, so the caller can re-raise it after joining."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            nemesis.run(stop)
-        except BaseException as exc:  # handed to the joining thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, name="kreplica-nemesis", daemon=True)
-    thread.start()
-    return thread, outcome

@@ -12,6 +12,7 @@ from ..errors import InputError
 from .registry import COMPONENT_TARGETS, FAILURES, RANDOM, RANDOM_FAILURES, TARGETS
 
 NO_OTHER_REPLICA = "no other replica can lead (replication factor 1)"
+ALL_DOWN = "every node was down: nothing could lead until the restore"
 FAULT_RECORD_PHASES = ("fault_s", "recovery_s", "election_s")  # the timings a record carries
 
 
@@ -58,6 +59,7 @@ class FaultRecord:
     controller_failover_s: float | None = None  # when the victim was the active controller
     state_after_strike: str | None = None  # the victim's state right after the strike
     progress_at_restore: int | None = None  # a component's work done when it was restored
+    measured: str | None = None  # what the strike measured (the strike event's "measured")
     error: str | None = None
 
     @property

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         partitions: int
         replication_factor: int
         segment_bytes: int | None
+        flush_messages: int | None
         topics: int
         compression: str
         acks: int

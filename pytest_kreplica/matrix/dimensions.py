@@ -70,6 +70,14 @@ def _acks(value: Any) -> int:
     raise InvalidValue("-1 | all | 1 | 0")
 
 
+def _flush_messages(value: Any) -> int | None:
+    if value is None or value == "default":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise InvalidValue("default | an integer >= 1")
+
+
 def _segment_bytes(value: Any) -> int | None:
     if value is None or value == "default":
         return None
@@ -145,6 +153,10 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               lambda v: "segdefault" if v is None else f"seg{_size_text(v)}",
               doc="topic segment size (1K/2K/10K use internal.segment.bytes on 4.x)",
               type="int | None"),
+    Dimension("flush_messages", _flush_messages, None,
+              lambda v: "flushdefault" if v is None else f"flush{v}",
+              doc="topic flush.messages: fsync every N appends (default: Kafka's, never; "
+                  "what power_loss_all can take)", type="int | None"),
     Dimension("topics", _int_at_least(1), 1, lambda v: f"t{v}", doc="topics per case"),
     Dimension("compression", _choice("none", "gzip", "snappy", "lz4", "zstd"), "none",
               lambda v: v, lambda v: [f"compression_{v}"],

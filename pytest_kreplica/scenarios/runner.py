@@ -179,6 +179,8 @@ def topic_config(case: Case) -> dict[str, str]:
               "unclean.leader.election.enable": str(case.unclean_leader_election).lower()}
     if case.segment_bytes is not None:
         config["segment.bytes"] = str(case.segment_bytes)  # the backend maps small ones on 4.x
+    if case.flush_messages is not None:
+        config["flush.messages"] = str(case.flush_messages)
     return config
 
 

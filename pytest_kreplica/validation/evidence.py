@@ -12,7 +12,13 @@ ran (docs/failures.md "Loss and its evidence"):
   kills or cuts off the process); it explains loss of records of that partition sent while
   that leader could still acknowledge them alone (a killed leader: before the strike; a
   terminated one: before the new leader was seen; a cut-off or paused one: until every
-  replica was back in sync after the heal / resume).
+  replica was back in sync after the heal / resume);
+- a **power loss of every replica** (a failure with ``segments_cut``: ``power_loss_all``, or
+  ``power_loss`` at replication factor 1): the strike's measurement names the partition's
+  segment files as cut on at least ``replication_factor`` nodes (bytes they had not fsynced
+  were dropped on every copy); it explains loss of records of that partition sent
+  before the last node was cut, under any acks. With ``flush.messages: 1`` no segment loses
+  bytes, so nothing is excused there.
 
 Fault records are the nemesis's ``FaultRecord.to_dict()`` rows (verdict.json ``faults``).
 """
@@ -25,6 +31,7 @@ from ..faults.failure import GONE_AT_RECOVERY, GONE_AT_STRIKE
 from ..faults.registry import FAILURES
 
 UNCLEAN = "election from outside the ISR"
+POWER = "power loss of every replica"
 LEADER_CHANGE = "leader change with acks {acks}"
 
 
@@ -74,6 +81,9 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
                         "why": f"node {f['new_leader']} was elected leader of "
                                f"{watched[0]}-{watched[1]} from outside the ISR "
                                f"{f.get('isr_before')} after node {f['node']} failed"})
+        if failure is not None and failure.segments_cut is not None:
+            out.extend(_power_events(failure.segments_cut(f.get("measured")), base,
+                                     int(params.get("replication_factor") or 3)))
         if acks not in (0, 1):
             continue
         led: list[tuple[str, int]] = []
@@ -96,6 +106,19 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
                                + (f"; new leader {f['new_leader']}"
                                   if f.get("new_leader") is not None
                                   and (topic, partition) == watched else "")})
+    return out
+
+
+def _power_events(cut: dict[str, set[int]], base: dict[str, Any], replicas: int
+                  ) -> list[dict[str, Any]]:
+    """A partition whose segments lost un-fsynced bytes on ``replicas`` nodes or more."""
+    out = []
+    for name, nodes in sorted(cut.items()):
+        topic, _, part = name.rpartition("-")
+        if part.isdigit() and len(nodes) >= replicas:
+            out.append({**base, "kind": POWER, "topic": topic, "partition": int(part),
+                        "why": f"power loss: {name}'s segments lost bytes they had not "
+                               f"fsynced on nodes {sorted(nodes)}, every replica"})
     return out
 
 
