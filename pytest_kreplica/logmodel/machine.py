@@ -257,6 +257,7 @@ class LogMachine(RuleBasedStateMachine):
     def restart_node(self, role: str, hard: bool) -> None:
         self.disruptions += 1
         node = self.system.restart(self.topic, role, hard)
+        self.model.leadership_may_have_moved()
         self.read_everything(f"after {'hard' if hard else 'clean'} restart of {role} {node}")
 
     @precondition(lambda self: self.disruptions < self.env.max_disruptions)
@@ -265,6 +266,7 @@ class LogMachine(RuleBasedStateMachine):
     def move_leader(self, follower: int) -> None:
         self.disruptions += 1
         leader = self.system.move_leader(self.topic, follower)
+        self.model.leadership_may_have_moved()
         self.read_everything(f"after moving leadership to {leader}")
 
     # -- invariants -----------------------------------------------------------------------

@@ -43,6 +43,9 @@ class LogModel:
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.log_start = 0
+        # DeleteRecords answers once every live replica's log start reached the offset: below
+        # it nothing comes back, whichever replica leads
+        self.durable_start = 0
         # retention's segment-granular slack: the log start may move up to here on its own
         self.may_delete_below = 0
 
@@ -87,7 +90,16 @@ class LogModel:
             raise ValueError(f"DeleteRecords offset {offset} past the high watermark "
                              f"{self.high_watermark}")
         self.log_start = max(self.log_start, offset)
+        self.durable_start = max(self.durable_start, offset)
         return self.log_start
+
+    def leadership_may_have_moved(self) -> None:
+        """Retention runs on each replica on its own schedule, and a follower learns the
+        leader's log start only from its next fetch: a new leader may report a lower log
+        start than the old one did, down to what DeleteRecords made durable (seen in CI:
+        retention took the log start to 1 on the leader, a clean restart of it, then 0 on the
+        new leader; the record at 0 was readable again). The next observation sets it."""
+        self.log_start = self.durable_start
 
     def retention_limit(self, cutoff: int) -> int:
         """Time retention with cutoff timestamp ``cutoff`` (records older than it expired)

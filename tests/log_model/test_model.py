@@ -80,6 +80,23 @@ def test_retention_is_a_range_up_to_the_first_record_to_keep():
     assert model.read(5, 10) == []
 
 
+def test_a_new_leader_may_report_a_lower_log_start_but_not_below_delete_records():
+    """Retention is per replica: CI saw earliest 1 on the old leader and 0 after a clean
+    restart of it. DeleteRecords is acknowledged only once every live replica reached it."""
+    model = model_with([10, 30, 20, 50])
+    model.delete_records(1)
+    model.allow_retention(25)  # offset 1 (ts 30) is the first record to keep: nothing more
+    model.allow_retention(100)  # everything may go
+    model.observe_log_start(3, "the old leader's retention")
+    with pytest.raises(ModelMismatch, match="between 3 and 4"):
+        model.observe_log_start(1, "the same leader cannot go back")
+    model.leadership_may_have_moved()
+    model.observe_log_start(1, "a new leader whose retention had not run yet")
+    assert model.readable(1) and model.read(1, 1)[0].timestamp == 30
+    with pytest.raises(ModelMismatch, match="between 1 and 4"):
+        model.observe_log_start(0, "below what DeleteRecords made durable")
+
+
 @given(st.lists(st.integers(0, 100), max_size=30), st.integers(0, 30), st.integers(-1, 101))
 def test_offset_for_time_is_the_first_offset_at_or_after(timestamps, start, target):
     model = model_with(timestamps)
