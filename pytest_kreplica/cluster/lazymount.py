@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from ..cache import cache_dir
 from ..errors import ClusterError, EnvironmentProblem
 from . import debpkg
 from .launcher import Launcher
+from .pernode import PerNode
 from .ports import identity_alive, process_identity
 from .reaper import owner_env
 
@@ -171,23 +172,12 @@ class LazyDisk:
 
 
 @dataclass
-class LazyDisks:
+class LazyDisks(PerNode[LazyDisk]):
     """The lazy filesystems of one cluster's nodes (the process backend's ``disks``)."""
 
-    disks: dict[int, LazyDisk] = field(default_factory=dict)
-
-    def __getitem__(self, node_id: int) -> LazyDisk:
-        return self.disks[node_id]
-
     def close(self) -> None:
-        errors = []
-        for disk in self.disks.values():
-            try:
-                disk.unmount()
-            except (ClusterError, OSError, subprocess.SubprocessError) as exc:
-                errors.append(str(exc))
-        if errors:
-            raise ClusterError("; ".join(errors))
+        """Unmount every filesystem and stop its daemon (the nodes must have exited)."""
+        self.each(LazyDisk.unmount, (ClusterError, OSError, subprocess.SubprocessError))
 
     def sync(self) -> None:
         """Everything written so far is durable (the format, long before any fault)."""

@@ -21,10 +21,11 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ClusterError, EnvironmentProblem
+from .pernode import PerNode
 from .ports import identity_alive, process_identity
 
 SIZE_MIB = 64
@@ -154,24 +155,12 @@ class SmallDisk:
 
 
 @dataclass
-class SmallDisks:
+class SmallDisks(PerNode[SmallDisk]):
     """The small filesystems of one cluster's nodes."""
-
-    disks: dict[int, SmallDisk] = field(default_factory=dict)
-
-    def __getitem__(self, node_id: int) -> SmallDisk:
-        return self.disks[node_id]
 
     def close(self) -> None:
         """Unmount every disk and delete its image (the nodes must have exited)."""
-        errors = []
-        for disk in self.disks.values():
-            try:
-                disk.remove()
-            except ClusterError as exc:
-                errors.append(str(exc))
-        if errors:
-            raise ClusterError("; ".join(errors))
+        self.each(SmallDisk.remove)
 
     def sync(self) -> None:
         """Write every disk's dirty pages (``syncfs``): what is there now survives an error."""

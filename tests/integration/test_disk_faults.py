@@ -26,6 +26,7 @@ from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.faults import disk
 from pytest_kreplica.waits import wait_for
+from tests.acked import produce_until, read_partition
 
 START_TIMEOUT = 120.0
 
@@ -63,37 +64,8 @@ def test_each_log_dir_is_its_own_small_filesystem(cluster):
     assert set(described) == {"1", "2", "3"}
 
 
-def _produce(cluster, topic, stop, acked, failed):
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
-                             request_timeout_ms=4000, delivery_timeout_ms=8000,
-                             retries=3, max_block_ms=8000, max_in_flight_requests_per_connection=1)
-    try:
-        i = 0
-        while not stop.is_set():
-            value = f"m{i}".encode()
-            try:
-                meta = producer.send(topic, value).get(timeout=15)
-                acked.append((meta.offset, value))
-            except Exception:
-                failed.append(value)
-            i += 1
-    finally:
-        producer.close(5)
 
 
-def _read_all(cluster, topic):
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
-                             enable_auto_commit=False, consumer_timeout_ms=10000)
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    seen = {(r.offset, r.value) for r in consumer}
-    consumer.close()
-    return seen
 
 
 @pytest.mark.parametrize("failure", ["disk_full", "disk_readonly"])
@@ -106,7 +78,7 @@ def test_fault_acts_and_heals_without_acknowledged_loss(cluster, failure):
     strike, restore = {"disk_full": (disk.strike_full, disk.restore_full),
                        "disk_readonly": (disk.strike_readonly, disk.restore_readonly)}[failure]
     stop, acked, failed = threading.Event(), [], []
-    producer = threading.Thread(target=_produce, args=(cluster, topic, stop, acked, failed))
+    producer = threading.Thread(target=produce_until, args=(cluster, topic, stop, acked, failed))
     producer.start()
     try:
         wait_for(lambda: None if len(acked) > 20 else f"{len(acked)} acked", 30,
@@ -143,7 +115,7 @@ def test_fault_acts_and_heals_without_acknowledged_loss(cluster, failure):
         assert "refused with EROFS" in measured
         assert "ro" not in cluster.disks[leader].options().split(",")
     assert "restarted" in healed
-    seen = _read_all(cluster, topic)
+    seen = read_partition(cluster, topic)
     lost = [(o, v) for o, v in acked if (o, v) not in seen]
     assert lost == [], f"acknowledged records missing from the log: {lost[:5]}"
 

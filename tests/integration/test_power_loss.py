@@ -26,6 +26,8 @@ from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.faults import power
 from pytest_kreplica.waits import wait_for
+from tests.acked import produce_until, read_partition
+from tests.acked import producer as acked_producer
 
 START_TIMEOUT = 120.0
 BYTES = re.compile(r"node (\d+): (\d+) un-fsynced segment bytes dropped")
@@ -54,40 +56,10 @@ def _topic(cluster, name, **config):
     cluster.wait_healthy([name], timeout=60)
 
 
-def _producer(cluster):
-    from kafka import KafkaProducer
-
-    return KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
-                         request_timeout_ms=4000, delivery_timeout_ms=8000, retries=3,
-                         max_block_ms=8000, max_in_flight_requests_per_connection=1)
 
 
-def _produce(cluster, topic, stop, acked, failed):
-    producer = _producer(cluster)
-    try:
-        i = 0
-        while not stop.is_set():
-            value = f"m{i}".encode()
-            try:
-                acked.append((producer.send(topic, value).get(timeout=15).offset, value))
-            except Exception:
-                failed.append(value)
-            i += 1
-    finally:
-        producer.close(5)
 
 
-def _read_all(cluster, topic):
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
-                             enable_auto_commit=False, consumer_timeout_ms=10000)
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    seen = {(r.offset, r.value) for r in consumer}
-    consumer.close()
-    return seen
 
 
 def test_each_log_dir_is_a_lazy_fuse_filesystem(cluster):
@@ -106,7 +78,7 @@ def test_the_leaders_power_loss_drops_its_tail_and_loses_nothing_acknowledged(cl
     _topic(cluster, topic)
     leader = cluster.partition_state(topic, 0).leader
     stop, acked, failed = threading.Event(), [], []
-    producer = threading.Thread(target=_produce, args=(cluster, topic, stop, acked, failed))
+    producer = threading.Thread(target=produce_until, args=(cluster, topic, stop, acked, failed))
     producer.start()
     try:
         wait_for(lambda: None if len(acked) > 50 else f"{len(acked)} acked", 30,
@@ -128,7 +100,7 @@ def test_the_leaders_power_loss_drops_its_tail_and_loses_nothing_acknowledged(cl
     (node, dropped), = BYTES.findall(measured)
     assert int(node) == leader and int(dropped) > 0, measured  # the fault acted
     assert "restarted" in healed
-    seen = _read_all(cluster, topic)
+    seen = read_partition(cluster, topic)
     lost = [(o, v) for o, v in acked if (o, v) not in seen]
     assert lost == [], f"acknowledged records missing from the log: {lost[:5]}"
 
@@ -138,7 +110,7 @@ def test_the_leaders_power_loss_drops_its_tail_and_loses_nothing_acknowledged(cl
 def test_every_nodes_power_loss_loses_what_no_replica_fsynced(cluster, flush, expect_loss):
     topic = f"power-all-{'default' if flush is None else 'flush' + flush}"
     _topic(cluster, topic, **({"flush.messages": flush} if flush else {}))
-    producer = _producer(cluster)
+    producer = acked_producer(cluster)
     acked = [(producer.send(topic, f"m{i}".encode()).get(timeout=15).offset, f"m{i}".encode())
              for i in range(200)]
     producer.close(5)
@@ -150,7 +122,7 @@ def test_every_nodes_power_loss_loses_what_no_replica_fsynced(cluster, flush, ex
     cluster.wait_healthy([topic], timeout=120)
     print(f"power_loss_all ({flush=}): {measured}; {healed}")
     assert sorted(int(n) for n, _ in BYTES.findall(measured)) == [1, 2, 3], measured
-    seen = _read_all(cluster, topic)
+    seen = read_partition(cluster, topic)
     lost = [(o, v) for o, v in acked if (o, v) not in seen]
     print(f"acknowledged {len(acked)}, lost {len(lost)}")
     if expect_loss:

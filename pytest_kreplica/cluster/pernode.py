@@ -1,0 +1,33 @@
+"""A helper per node of a cluster (a small disk, a lazy filesystem), closed all together."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from ..errors import ClusterError
+
+T = TypeVar("T")
+
+
+@dataclass
+class PerNode(Generic[T]):
+    """``disks[node_id]``; ``each`` runs an action on every one and raises the failures
+    together, after trying them all (one stuck mount must not leave the others mounted)."""
+
+    disks: dict[int, T] = field(default_factory=dict)
+
+    def __getitem__(self, node_id: int) -> T:
+        return self.disks[node_id]
+
+    def each(self, action: Callable[[T], object],
+             expected: tuple[type[BaseException], ...] = (ClusterError,)) -> None:
+        errors = []
+        for item in self.disks.values():
+            try:
+                action(item)
+            except expected as exc:
+                errors.append(str(exc))
+        if errors:
+            raise ClusterError("; ".join(errors))

@@ -1,0 +1,49 @@
+"""An acks=all producer that records what was acknowledged, and a reader of a whole
+partition: what the fault tests compare to prove nothing acknowledged was lost."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+def producer(cluster: Any):
+    """acks=all, one request in flight, short timeouts: a send to a dead leader fails fast."""
+    from kafka import KafkaProducer
+
+    return KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
+                         request_timeout_ms=4000, delivery_timeout_ms=8000, retries=3,
+                         max_block_ms=8000, max_in_flight_requests_per_connection=1)
+
+
+def produce_until(cluster: Any, topic: str, stop: threading.Event,
+                  acked: list[tuple[int, bytes]], failed: list[bytes]) -> None:
+    """Send ``m0``, ``m1``, ... one at a time until ``stop``; (offset, value) of each
+    acknowledged send goes to ``acked``, each failed value to ``failed``."""
+    p = producer(cluster)
+    try:
+        i = 0
+        while not stop.is_set():
+            value = f"m{i}".encode()
+            try:
+                acked.append((p.send(topic, value).get(timeout=15).offset, value))
+            except Exception:
+                failed.append(value)
+            i += 1
+    finally:
+        p.close(5)
+
+
+def read_partition(cluster: Any, topic: str, partition: int = 0) -> set[tuple[int, bytes]]:
+    """Every (offset, value) of the partition, from the beginning (10 s without a record
+    ends the read)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                             enable_auto_commit=False, consumer_timeout_ms=10000)
+    tp = TopicPartition(topic, partition)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    seen = {(r.offset, r.value) for r in consumer}
+    consumer.close()
+    return seen
