@@ -25,6 +25,7 @@ from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.faults import links
 from pytest_kreplica.waits import wait_for
+from tests.acked import read_partition
 from tests.killed import child_session
 
 START_TIMEOUT = 120.0
@@ -126,8 +127,6 @@ def test_one_way_partition_of_the_leader_shrinks_and_regrows_the_isr(cluster):
     """Nothing reaches the leader: its followers stop fetching and leave the ISR (acks=all
     with min ISR 2 then refuses writes); after the heal the ISR is full again, and every
     acknowledged record is in the log."""
-    from kafka import KafkaConsumer, TopicPartition
-
     topic = "one-way-isr"
     partition, leader = _leader_besides_the_controller(cluster, topic)
     stop, acked, failed = threading.Event(), [], []
@@ -151,13 +150,7 @@ def test_one_way_partition_of_the_leader_shrinks_and_regrows_the_isr(cluster):
     stop.set()
     producer.join(30)
     assert acked, "nothing was acknowledged"
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
-                             enable_auto_commit=False, consumer_timeout_ms=10000)
-    tp = TopicPartition(topic, partition)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    seen = {(r.offset, r.value) for r in consumer}
-    consumer.close()
+    seen = read_partition(cluster, topic, partition)
     lost = [(o, v) for o, v, _ in acked if (o, v) not in seen]
     print(f"ISR shrank {shrunk_s:.1f} s after the strike, full {regrown_s:.1f} s after the "
           f"heal; acked {len(acked)}, failed {len(failed)}, lost {len(lost)}")
