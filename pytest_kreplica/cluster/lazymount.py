@@ -195,19 +195,10 @@ def mount_all(log_dirs: dict[int, Path]) -> LazyDisks:
     check_environment()
     library = ensure_library()
     sweep_stale()
-    disks = LazyDisks()
-    try:
-        for node_id, log_dir in sorted(log_dirs.items()):
-            log_dir = Path(log_dir)
-            disk = LazyDisk(node_id, log_dir.with_name(log_dir.name + ".backing"), log_dir,
-                            log_dir.with_name(log_dir.name + ".lazyfs"))
-            disks.disks[node_id] = disk
-            disk.mount(library)
-    except BaseException:
-        with contextlib.suppress(ClusterError):
-            disks.close()
-        raise
-    return disks
+    dirs = sorted((n, Path(d)) for n, d in log_dirs.items())
+    return LazyDisks().add_each(
+        ((n, LazyDisk(n, d.with_name(d.name + ".backing"), d, d.with_name(d.name + ".lazyfs")))
+         for n, d in dirs), lambda disk: disk.mount(library))
 
 
 def sweep_stale() -> list[Path]:

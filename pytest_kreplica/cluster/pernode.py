@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -20,6 +21,22 @@ class PerNode(Generic[T]):
 
     def __getitem__(self, node_id: int) -> T:
         return self.disks[node_id]
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def add_each(self, made: Iterable[tuple[int, T]], start: Callable[[T], object]):
+        """Add and start each ``(node_id, item)`` in turn; on any failure close what was
+        added (nothing half-mounted stays) and raise it. Returns ``self``."""
+        try:
+            for node_id, item in made:
+                self.disks[node_id] = item
+                start(item)
+        except BaseException:
+            with contextlib.suppress(ClusterError):
+                self.close()
+            raise
+        return self
 
     def each(self, action: Callable[[T], object],
              expected: tuple[type[BaseException], ...] = (ClusterError,)) -> None:

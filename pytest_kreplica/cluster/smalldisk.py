@@ -183,18 +183,10 @@ def mount_all(log_dirs: dict[int, Path]) -> SmallDisks:
     possible here; mounts already made are undone on any failure."""
     check_environment()
     sweep_stale()
-    disks = SmallDisks()
     name = image_name()
-    try:
-        for node_id, log_dir in sorted(log_dirs.items()):
-            disk = SmallDisk(node_id, Path(log_dir).parent / name, Path(log_dir))
-            disks.disks[node_id] = disk
-            disk.create()
-    except BaseException:
-        with contextlib.suppress(ClusterError):
-            disks.close()
-        raise
-    return disks
+    return SmallDisks().add_each(
+        ((n, SmallDisk(n, Path(d).parent / name, Path(d))) for n, d in sorted(log_dirs.items())),
+        SmallDisk.create)
 
 
 def sweep_stale() -> list[Path]:
