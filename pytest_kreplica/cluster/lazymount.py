@@ -30,7 +30,7 @@ from typing import Any
 from .. import once
 from ..cache import cache_dir
 from ..errors import ClusterError, EnvironmentProblem
-from . import debpkg
+from . import debpkg, smalldisk
 from .launcher import Launcher
 from .pernode import PerNode
 from .ports import identity_alive, process_identity
@@ -86,13 +86,8 @@ def check_environment() -> None:
 
 def mounts() -> dict[Path, tuple[str, str]]:
     """Mount point -> (source, filesystem type) of every FUSE mount."""
-    found: dict[Path, tuple[str, str]] = {}
-    with contextlib.suppress(OSError), open("/proc/self/mounts") as fh:
-        for line in fh.read().splitlines():
-            source, point, fstype = line.split()[:3]
-            if fstype.startswith("fuse"):
-                found[Path(point.replace("\\040", " "))] = (source, fstype)
-    return found
+    return {point: (source, fstype) for point, (source, fstype, _)
+            in smalldisk.mounts().items() if fstype.startswith("fuse")}
 
 
 def _umount(point: Path, lazy: bool = False) -> subprocess.CompletedProcess:
@@ -120,7 +115,8 @@ class LazyDisk:
     def mount(self, library: Path) -> None:
         for d in (self.backing, self.mountpoint, self.control):
             d.mkdir(parents=True, exist_ok=True)
-        name = f"{SOURCE_PREFIX}{process_identity()['pid']}-{process_identity()['started']}"
+        owner = process_identity()
+        name = f"{SOURCE_PREFIX}{owner['pid']}-{owner['started']}"
         env = {**os.environ, **owner_env(str(self.control)), "FUSE_LIBRARY_PATH": str(library)}
         with open(self.log, "ab") as out:
             self.proc = Launcher.get().popen(
