@@ -32,11 +32,21 @@ def cluster(tmp_path_factory):
         c.close()
 
 
-def produce(cluster, topic, ids, partitions, acks="all"):
+def open_producer(cluster, topic, acks="all"):
+    """A producer that already holds the topic's metadata. Opened before a follower is
+    paused: a metadata refresh sent to the paused node would hang until its 60 s limit."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=cluster.live_bootstrap_servers(), acks=acks,
                              linger_ms=5, request_timeout_ms=15000)
+    if not producer.partitions_for(topic):
+        producer.close(timeout=10)
+        raise AssertionError(f"no partitions known for topic {topic!r} after its creation")
+    return producer
+
+
+def send_all(producer, topic, ids, partitions):
+    """Send every id and wait until each one is acknowledged; closes the producer."""
     try:
         futures = [producer.send(topic, i.encode(), partition=n % partitions)
                    for n, i in enumerate(ids)]
@@ -45,6 +55,10 @@ def produce(cluster, topic, ids, partitions, acks="all"):
             f.get(timeout=30)
     finally:
         producer.close(timeout=10)
+
+
+def produce(cluster, topic, ids, partitions, acks="all"):
+    send_all(open_producer(cluster, topic, acks), topic, ids, partitions)
 
 
 def drain(cluster, topic, partitions, acked, timeout, tmp_path):
@@ -82,6 +96,7 @@ def test_ids_lost_with_their_leader_end_the_drain_early(cluster, tmp_path):
     produce(cluster, "lost", kept, 1)
     state = cluster.partition_state("lost", 0)
     followers = [n for n in state.replicas if n != state.leader]
+    producer = open_producer(cluster, "lost", acks=1)
     for n in followers:
         cluster.pause(n)
     # a follower's fetch already waiting at the leader would still carry the new records
@@ -89,7 +104,7 @@ def test_ids_lost_with_their_leader_end_the_drain_early(cluster, tmp_path):
     time.sleep(1.5)
     try:
         lost = [f"x{i}" for i in range(300)]
-        produce(cluster, "lost", lost, 1, acks=1)
+        send_all(producer, "lost", lost, 1)
         cluster.kill(state.leader)
     finally:
         for n in followers:
@@ -136,10 +151,11 @@ def test_records_above_the_high_watermark_are_waited_for(patient_cluster, tmp_pa
     patient_cluster.create_topics([TopicSpec("behind", 1, 3)])
     state = patient_cluster.partition_state("behind", 0)
     follower = next(n for n in state.replicas if n != state.leader)
+    producer = open_producer(patient_cluster, "behind", acks=1)
     patient_cluster.pause(follower)
     try:
         ids = [f"b{i}" for i in range(200)]
-        produce(patient_cluster, "behind", ids, 1, acks=1)
+        send_all(producer, "behind", ids, 1)
         ends = patient_cluster.readable_ends  # the leader holds records the consumer cannot read
         with pytest.raises(Exception, match="above the high watermark"):
             ends([("behind", 0)])
