@@ -108,10 +108,12 @@ class RunWriter:
         error: str | None = None,
         cluster: str | None = None,
         txn: str | None = None,
+        source: str | None = None,
     ) -> None:
         """Record one send attempt. ``status``: ok (acknowledged), fail (definitely not
         written) or info (indeterminate). ``cluster`` only for mirrored runs; ``txn`` (version
-        2) the transaction the send belongs to (its outcome is in the txns table)."""
+        2) the transaction the send belongs to (its outcome is in the txns table); ``source``
+        (version 2) the id of the record a read-process-write pipeline copies with it."""
         if status not in STATUSES:
             raise ValueError(f"send status {status!r}: expected one of {', '.join(STATUSES)}")
         complete = now_ns() if complete_ns is None else int(complete_ns)
@@ -130,6 +132,8 @@ class RunWriter:
             row["cluster"] = cluster
         if txn is not None:
             row["txn"] = txn
+        if source is not None:
+            row["source"] = source
         self._sends.append(row)
 
     def poll(
@@ -215,10 +219,13 @@ class RunWriter:
         end_ns: int | None,
         complete_ns: int | None = None,
         error: str | None = None,
+        offsets: list[tuple[str, int, int]] | None = None,
     ) -> None:
         """Record a transaction's outcome (version 2), once it is known: ``committed``,
         ``aborted`` or ``info`` (indeterminate). ``end_ns``: when commit / abort was invoked
-        (null if it never was); a read_committed poll before it is a precommitted read."""
+        (null if it never was); a read_committed poll before it is a precommitted read.
+        ``offsets``: the consumer positions (topic, partition, next offset) the transaction
+        committed with ``send_offsets_to_transaction``, stored as "topic:partition:offset"."""
         if status not in TXN_OUTCOMES:
             raise ValueError(f"txn status {status!r}: expected one of {', '.join(TXN_OUTCOMES)}")
         with self._txns_lock:
@@ -228,7 +235,9 @@ class RunWriter:
         self._txns.append({
             "process": int(process), "txn": txn, "status": status, "begin_ns": int(begin_ns),
             "end_ns": None if end_ns is None else int(end_ns), "complete_ns": complete,
-            "error": None if error is None else str(error)})
+            "error": None if error is None else str(error),
+            **({} if offsets is None else {"offsets": " ".join(
+                f"{t}:{int(p)}:{int(o)}" for t, p, o in sorted(offsets))})})
 
     def close(self) -> None:
         for table in (self._sends, self._polls, self._events, self._txns):

@@ -179,11 +179,14 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               doc="messages sent (sync ≈ 340 msg/s here)"),
     Dimension("message_bytes", _int_at_least(0), 0, lambda v: f"mb{v}",
               doc="record value size: id, then a space and padding"),
-    Dimension("workload", _choice("plain", "txn"), "plain", lambda v: v,
-              lambda v: ["txn"] if v == "txn" else [], ("txn",),
+    Dimension("workload", _choice("plain", "txn", "txn_pipeline"), "plain", lambda v: v,
+              lambda v: {"txn": ["txn"], "txn_pipeline": ["txn", "txn_pipeline"]}.get(v, []),
+              ("txn", "txn_pipeline"),
               doc="plain = one producer and a consumer (C.1); txn = transactions that commit "
                   "or abort, a read_committed consumer group and a read_uncommitted observer "
-                  "(history version 2)", type="str"),
+                  "(history version 2); txn_pipeline = txn plus an exactly-once "
+                  "read-process-write pipeline copying the other topics into the last "
+                  "(topics >= 2)", type="str"),
     Dimension("kafka_version", _kafka_version, None,
               lambda v: "kdefault" if v is None else f"k{v}", _kafka_markers,
               (None, "3.9.0"), doc="default = newest 4.x with every artifact published",

@@ -29,13 +29,16 @@ def matrix_error(path: Path, where: str, message: str) -> MatrixError:
 
 def derive_semantics(params: Mapping[str, Any]) -> str:
     """The semantics a case expects when its matrix does not say: exactly-once for an
-    idempotent producer with no faults, or behind an exactly-once MirrorMaker 2 (whatever
-    fails it); else at-least-once. Never at-most-once by configuration: a case with acks 1
-    / 0 or unclean leader election under faults still expects every acknowledged record,
+    idempotent producer with no faults, behind an exactly-once MirrorMaker 2 or for a
+    read-process-write pipeline (whatever fails them); else at-least-once. Never
+    at-most-once by configuration: a case with acks 1 / 0 or unclean leader election
+    under faults still expects every acknowledged record,
     and a loss passes only when the fault evidence explains it (``tradeoffs``,
     docs/failures.md "Loss and its evidence")."""
     if params["idempotence"] and (params["failure"] == "none"
                                   or params["mirror_semantics"] == "exactly-once"):
+        return "exactly-once"
+    if params["workload"] == "txn_pipeline":  # the pipeline's own claim, whatever fails
         return "exactly-once"
     return "at-least-once"
 
@@ -106,6 +109,10 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
                            f"{p['failure']} needs backend {needs} (--kreplica-backend {needs} "
                            f"or backend: [{needs}]), got backend {p['backend']}; allowed on "
                            f"{p['backend']}: {' | '.join(failures_on(p['backend']))}")
+    if p["workload"] == "txn_pipeline" and p["topics"] < 2:
+        raise matrix_error(path, f"{where}.topics",
+                           f"workload txn_pipeline needs topics >= 2 (the pipeline copies "
+                           f"the others into the last), got {p['topics']}; allowed: 2 or more")
     if p["mirror_semantics"] == "exactly-once" and not p["idempotence"]:
         raise matrix_error(path, f"{where}.mirror_semantics",
                            "exactly-once needs idempotence true (a retried send to the source "

@@ -20,6 +20,7 @@ SCENARIOS: dict[str, str] = {
 WORKLOADS: dict[str, str] = {
     "plain": "pytest_kreplica.scenarios.workload",
     "txn": "pytest_kreplica.scenarios.txn",
+    "txn_pipeline": "pytest_kreplica.scenarios.txn_pipeline",
 }
 
 __all__ = ["SCENARIOS", "WORKLOADS"]

@@ -40,10 +40,12 @@ PRODUCER_PROCESSES, GROUP_PROCESSES, OBSERVER_PROCESS = (0, 3), (1, 2), 9
 COMMIT_SHARE = 0.75
 MAX_RECORDS = 4
 DELIVERY_TIMEOUT_MS = 30_000
-__all__ = ["HISTORY_VERSION", "Consumer", "produce"]
+__all__ = ["HISTORY_VERSION", "Consumer", "after_failure", "end_transaction", "produce",
+           "record_transaction"]
 
 
-def _producer(case: Case, bootstrap: str, transactional_id: str):
+def transactional_producer(case: Case, bootstrap: str, transactional_id: str):
+    """An initialised transactional producer (acks all, idempotent)."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(
@@ -92,7 +94,7 @@ def _produce_one(case: Case, topics: Sequence[str], bootstrap: str, writer: RunW
     rng = random.Random(case.seed * 1000 + index)
     targets = [(t, p) for t in topics for p in range(case.partitions)]
     transactional_id = f"kr-txn-{topics[0]}-{process}"[:200]
-    producer = _producer(case, bootstrap, transactional_id)
+    producer = transactional_producer(case, bootstrap, transactional_id)
     writer.event("start", process=process, detail=f"transactional producer {transactional_id}")
     started, n, mine = time.monotonic(), 0, 0
     try:
@@ -107,7 +109,7 @@ def _produce_one(case: Case, topics: Sequence[str], bootstrap: str, writer: RunW
                 with contextlib.suppress(Exception):
                     producer.close(timeout=5)
                 writer.event("client-crash", process=process, detail="txn producer replaced")
-                producer = _producer(case, bootstrap, transactional_id)
+                producer = transactional_producer(case, bootstrap, transactional_id)
             if max_rate:
                 time.sleep(max(0.0, mine / max_rate - (time.monotonic() - started)))
     finally:
@@ -135,33 +137,56 @@ def _one_transaction(producer: Any, txn: str, rng: random.Random,
             # next leaves, so two producers' open transactions interleave record by record
             future.get(timeout=DELIVERY_TIMEOUT_MS / 1000)
         end_ns = now_ns()
-        if commit:
-            producer.commit_transaction()
-        else:
-            producer.abort_transaction()
-        outcome = "committed" if commit else "aborted"
+        outcome = end_transaction(producer, commit)
     except Exception as exc:
-        error, outcome = repr(exc), "info"
-        if end_ns is None or not commit:  # never asked to commit: an abort settles it
-            try:
-                producer.abort_transaction()
-                outcome = "aborted"
-            except Exception:
-                usable = False
-        else:
-            usable = False
+        error = repr(exc)
+        outcome, usable = after_failure(producer, commit, end_ns is not None)
+    record_transaction(writer, stats, process, txn, outcome, sent, begin, end_ns, error)
+    return usable, len(sent)
+
+
+def end_transaction(producer: Any, commit: bool) -> str:
+    """Commit or abort the open transaction; its outcome."""
+    if commit:
+        producer.commit_transaction()
+        return "committed"
+    producer.abort_transaction()
+    return "aborted"
+
+
+def after_failure(producer: Any, commit: bool, ended: bool) -> tuple[str, bool]:
+    """A transaction that raised: (its outcome, whether the producer is still usable). One
+    never asked to commit is settled by an abort; a commit that raised is indeterminate."""
+    if ended and commit:
+        return "info", False
+    try:
+        producer.abort_transaction()
+        return "aborted", True
+    except Exception:
+        return "info", False
+
+
+def record_transaction(writer: RunWriter, stats: ProduceStats, process: int, txn: str,
+                       outcome: str, sent: list[tuple[str, str, int, int, Any]], begin: int,
+                       end_ns: int | None, error: str | None, *,
+                       sources: Sequence[str] | None = None,
+                       offsets: list[tuple[str, int, int]] | None = None) -> None:
+    """A settled transaction into the history: a sends row per record (``sent``: id, topic,
+    partition, invoke_ns, future), then its txns row. Only the producers' own records count
+    towards ``messages``; a pipeline's copies (``sources``: the id each copies) do not."""
     done = now_ns()
-    for rid, topic, partition, invoke, future in sent:
+    for n, (rid, topic, partition, invoke, future) in enumerate(sent):
         status, offset, err = _settled(future)
         writer.send(process=process, topic=topic, partition=partition, id=rid, offset=offset,
-                    status=status, invoke_ns=invoke, complete_ns=done, error=err, txn=txn)
-        with stats.lock:
-            stats.sent += 1
+                    status=status, invoke_ns=invoke, complete_ns=done, error=err, txn=txn,
+                    source=sources[n] if sources else None)
+        if sources is None:
+            with stats.lock:
+                stats.sent += 1
         # what the drain waits for: committed records; aborted ones are never readable
         stats.count({"committed": status, "aborted": "fail"}.get(outcome, "info"), rid)
     writer.txn(process=process, txn=txn, status=outcome, begin_ns=begin, end_ns=end_ns,
-               complete_ns=now_ns(), error=error)
-    return usable, len(sent)
+               complete_ns=now_ns(), error=error, offsets=offsets)
 
 
 def _settled(future: Any) -> tuple[str, int | None, str | None]:

@@ -11,7 +11,7 @@ from pytest_kreplica.validation.checker.verdict import is_valid
 ALO, EO, AMO = "at-least-once", "exactly-once", "at-most-once"
 EVERY = {ALO, EO, AMO}
 TXN_NAMES = {"aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
-             "write_cycle", "read_cycle", "mixed_cycle"}
+             "copied_twice", "uncopied", "write_cycle", "read_cycle", "mixed_cycle"}
 
 
 class Txn:
@@ -22,22 +22,24 @@ class Txn:
         self.h = h
         h.meta(history_version=2)
 
-    def txn(self, name, records, outcome="committed", process=0):
-        """``records``: (id, partition, offset), all acknowledged; the transaction ends now."""
+    def txn(self, name, records, outcome="committed", process=0, topic="t", offsets=None):
+        """``records``: (id, partition, offset) or, for a pipeline's copies, (id, partition,
+        offset, source id), all acknowledged; ``offsets``: the consumer positions
+        (topic, partition, offset) committed with it; the transaction ends now."""
         h = self.h
         begin = next(h.clock)
-        for rid, partition, offset in records:
+        for rid, partition, offset, *source in records:
             t0 = next(h.clock)
-            h.writer.send(process=process, topic="t", partition=partition, id=rid,
+            h.writer.send(process=process, topic=topic, partition=partition, id=rid,
                           offset=offset, status="ok", invoke_ns=t0, complete_ns=next(h.clock),
-                          txn=name)
+                          txn=name, source=source[0] if source else None)
         end = next(h.clock)
         h.writer.txn(process=process, txn=name, status=outcome, begin_ns=begin, end_ns=end,
-                     complete_ns=next(h.clock))
+                     complete_ns=next(h.clock), offsets=offsets)
         return self
 
     def read(self, process, partition, records, isolation="read_committed", generation=1,
-             txn=None):
+             txn=None, topic="t"):
         """One poll: ``records`` as (offset, id); ``txn``: the read-process-write
         transaction it belongs to."""
         h = self.h
@@ -45,7 +47,7 @@ class Txn:
         h.polls_made[process] = n + 1
         t = next(h.clock)
         for i, (offset, rid) in enumerate(records):
-            h.writer.poll(process=process, poll=n, topic="t", partition=partition,
+            h.writer.poll(process=process, poll=n, topic=topic, partition=partition,
                           offset=offset, id=rid, time_ns=t, index=i, isolation=isolation,
                           generation=generation, txn=txn)
         return self
@@ -168,10 +170,58 @@ def mixed_cycle(t):
     return {"mixed_cycle": 1}, set()
 
 
+def _pipeline_input(t):
+    """Three committed input records on t/0 (offsets 0, 1, 2), read by the pipeline (5)."""
+    t.txn("T1", [("m0", 0, 0), ("m1", 0, 1)]).txn("T2", [("m2", 0, 2)])
+    t.read(5, 0, [(0, "m0"), (1, "m1")], txn="C1")
+    return t
+
+
+def pipeline_copies_once(t):
+    """Exactly-once read-process-write: an aborted copy, then the rewound copy committed
+    with the consumer position; m2 lies above that position, so it is not yet owed."""
+    _pipeline_input(t)
+    t.txn("C1", [("c0", 0, 0, "m0"), ("c1", 0, 1, "m1")], "aborted", process=5, topic="u",
+          offsets=[("t", 0, 2)])
+    t.read(6, 0, [(0, "m0"), (1, "m1")], txn="C2")
+    t.txn("C2", [("c2", 0, 3, "m0"), ("c3", 0, 4, "m1")], process=6, topic="u",
+          offsets=[("t", 0, 2)])
+    t.read(1, 0, [(0, "m0"), (1, "m1"), (2, "m2")])
+    t.read(1, 0, [(3, "c2"), (4, "c3")], topic="u")
+    return {}, set()
+
+
+def copied_twice(t):
+    """The pipeline copied m0 and m1 in C1, committed, then again in C2 (a zombie that was
+    not fenced): each source has two committed copies."""
+    _pipeline_input(t)
+    t.txn("C1", [("c0", 0, 0, "m0"), ("c1", 0, 1, "m1")], process=5, topic="u",
+          offsets=[("t", 0, 2)])
+    t.read(6, 0, [(0, "m0"), (1, "m1")], txn="C2")
+    t.txn("C2", [("c2", 0, 2, "m0"), ("c3", 0, 3, "m1")], process=6, topic="u",
+          offsets=[("t", 0, 2)])
+    t.read(1, 0, [(0, "m0"), (1, "m1"), (2, "m2")])
+    t.read(1, 0, [(0, "c0"), (1, "c1"), (2, "c2"), (3, "c3")], topic="u")
+    return {"copied_twice": 2}, {EO}
+
+
+def uncopied(t):
+    """The pipeline committed position 3 on t/0 but copied only m0 and m2: m1 was consumed
+    for good without a copy."""
+    _pipeline_input(t)
+    t.read(5, 0, [(2, "m2")], txn="C1")
+    t.txn("C1", [("c0", 0, 0, "m0"), ("c2", 0, 1, "m2")], process=5, topic="u",
+          offsets=[("t", 0, 3)])
+    t.read(1, 0, [(0, "m0"), (1, "m1"), (2, "m2")])
+    t.read(1, 0, [(0, "c0"), (1, "c2")], topic="u")
+    return {"uncopied": 1}, {ALO, EO}
+
+
 CASES = [clean_with_aborts_and_an_observer, aborted_read, precommitted_read, lost_committed,
          torn_transaction, no_tear_across_an_owner_change,
          skip_across_a_rebalance_that_kept_the_partition, indeterminate_txn_unread_is_not_lost,
-         write_cycle, back_edge_without_a_cycle, read_cycle, mixed_cycle]
+         write_cycle, back_edge_without_a_cycle, read_cycle, mixed_cycle,
+         pipeline_copies_once, copied_twice, uncopied]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])

@@ -143,7 +143,7 @@ def test_two_producers_write_at_once_with_their_own_ids_and_transactions(tmp_pat
         made.append(transactional_id)
         return _SlowProducer()
 
-    monkeypatch.setattr(workload, "_producer", fake)
+    monkeypatch.setattr(workload, "transactional_producer", fake)
     with RunWriter(tmp_path) as w:
         stats = workload.produce(_ProduceCase(), ["t"], "localhost:1", w)
     txns = [json.loads(x) for x in (tmp_path / "txns.jsonl").read_text().splitlines()]
@@ -159,6 +159,6 @@ def test_a_producer_that_cannot_start_fails_the_produce_phase(tmp_path, monkeypa
     def broken(case, bootstrap, transactional_id):
         raise RuntimeError(f"no coordinator for {transactional_id}")
 
-    monkeypatch.setattr(workload, "_producer", broken)
+    monkeypatch.setattr(workload, "transactional_producer", broken)
     with RunWriter(tmp_path) as w, pytest.raises(RuntimeError, match="no coordinator"):
         workload.produce(_ProduceCase(), ["t"], "localhost:1", w)

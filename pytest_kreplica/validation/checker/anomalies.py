@@ -72,6 +72,11 @@ ANOMALY_TABLE: tuple[Anomaly, ...] = (
     Anomaly("torn_transaction", "transaction", "a read_committed reader saw part of a "
             "committed transaction but skipped another record inside its read range",
             _EVERY, "torn_transaction"),
+    # read-process-write pipelines (checker/pipeline.py)
+    Anomaly("copied_twice", "id", "two or more committed transactions wrote a copy of one "
+            "source record (the pipeline's exactly-once broken)", (EO,), "copied_twice"),
+    Anomaly("uncopied", "id", "a committed record the pipeline consumed for good (below the "
+            "position it committed) has no committed copy", (ALO, EO), "uncopied"),
     # dependency cycles between committed transactions (checker/cycles.py)
     Anomaly("write_cycle", "cycle", "committed transactions whose appends interleave in a "
             "cycle of write-write order (G0; Kafka's protocol allows it)", (), "write_cycle"),

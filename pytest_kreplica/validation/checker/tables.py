@@ -42,6 +42,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("error", STR),
         Column("cluster", STR),
         Column("txn", STR),  # version 2
+        Column("source", STR),  # version 2: the id a read-process-write pipeline copied
     ),
     POLLS: (
         Column("process", INT, True),
@@ -76,6 +77,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("end_ns", INT),
         Column("complete_ns", INT, True),
         Column("error", STR),
+        Column("offsets", STR),  # "topic:partition:offset ..." committed in the transaction
     ),
 }
 EXEMPTING_EVENTS = ("assign", "rebalance")

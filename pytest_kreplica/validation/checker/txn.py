@@ -34,14 +34,17 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...history import TXNS
+from .pipeline import PIPELINE_ANOMALIES
+from .pipeline import offending as pipeline_offending
 from .tables import find_table, read_spark
 
-TXN_ANOMALIES = ("aborted_read", "precommitted_read", "lost_committed", "torn_transaction")
+TXN_ANOMALIES = ("aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
+                 *PIPELINE_ANOMALIES)
 HISTORY_VERSION = 2
 RC, RU = "read_committed", "read_uncommitted"
 _EXAMPLE = {"txn": "string", "id": "string", "process": "long", "topic": "string",
             "partition": "long", "offset": "long", "poll": "long", "time_ns": "long",
-            "end_ns": "long"}
+            "end_ns": "long", "source": "string"}
 
 
 @dataclass
@@ -51,15 +54,17 @@ class TxnFrames:
 
 
 def outcomes(spark, run_dir: Path) -> DataFrame:
-    """One row per transaction: txn, outcome (two differing rows: indeterminate), end_ns."""
+    """One row per transaction: txn, outcome (two differing rows: indeterminate), end_ns,
+    and the consumer offsets it committed (read-process-write)."""
     table = find_table(run_dir, TXNS, required=False)
     if table is None:
-        return spark.createDataFrame([], "txn string, outcome string, end_ns long")
+        return spark.createDataFrame([], "txn string, outcome string, end_ns long, "
+                                         "offsets string")
     txns = read_spark(spark, table).where(~F.col("_bad"))
     return txns.groupBy("txn").agg(
         F.when(F.count_distinct("status") == 1, F.first("status")).otherwise(F.lit("info"))
         .alias("outcome"),
-        F.max("end_ns").alias("end_ns"))
+        F.max("end_ns").alias("end_ns"), F.first("offsets", ignorenulls=True).alias("offsets"))
 
 
 def _with_outcome(sends: DataFrame, out: DataFrame) -> DataFrame:
@@ -89,9 +94,10 @@ def v1_view(sends: DataFrame, polls: DataFrame, out: DataFrame) -> tuple[DataFra
 
 def build(sends: DataFrame, polls: DataFrame, out: DataFrame) -> TxnFrames:
     c = F.col
-    s = _with_outcome(sends.where(~c("_bad") & c("txn").isNotNull()), out).select(
-        "id", "txn", "topic", "partition", "offset", "status",
+    labelled = _with_outcome(sends.where(~c("_bad") & c("txn").isNotNull()), out).select(
+        "id", "txn", "process", "topic", "partition", "offset", "status", "source",
         c("_outcome").alias("outcome"), c("_end_ns").alias("end_ns"))
+    s = labelled.drop("process", "source")  # the joins below take process from the reads
     rc = polls.where(~c("_bad") & (c("isolation") == RC)).select(
         "process", "poll", "id", "topic", "partition", "offset", "time_ns",
         F.coalesce("generation", F.lit(-1)).alias("gen"))
@@ -127,6 +133,8 @@ def build(sends: DataFrame, polls: DataFrame, out: DataFrame) -> TxnFrames:
                  .unionByName(shape(lost, "lost_committed", c("txn")))
                  .unionByName(shape(torn, "torn_transaction",
                                     F.concat_ws("/", c("txn"), c("process").cast("string")))))
+    for name, df, key in pipeline_offending(labelled, out):
+        offending = offending.unionByName(shape(df, name, c(key)))
     return TxnFrames(offending, out)
 
 

@@ -1,0 +1,227 @@
+"""The ``txn_pipeline`` workload (matrix ``workload: txn_pipeline``, issue 17): the ``txn``
+workload plus a read-process-write pipeline, Kafka's exactly-once recipe.
+
+The transactional producers write into every topic but the last. The pipeline is a
+read_committed consumer in a group of its own and a transactional producer: it polls a batch
+and, in one transaction, writes a copy of each record into the last topic (same partition
+number; the copy's send names its ``source`` id), commits its consumer positions with
+``send_offsets_to_transaction`` and commits the transaction, or aborts it by a seeded coin
+(1 in 8) and rewinds to the batch's first offsets. When a transaction fails, both clients
+are rebuilt: the new producer (same transactional id) fences the old one and settles its
+open transaction, then the new consumer resumes at the group's committed positions. Each
+incarnation (after an abort or a rebuild) polls as a new process (5, 105, 205, ...): a
+rewind starts a new reader, it is not a nonmonotonic poll of the old one. Every poll of the
+pipeline carries its transaction (polls ``txn``), the write-read edges of the cycle checker.
+
+The group members and the observer of ``txn`` read every topic, copies included; production
+ends once the pipeline has copied every committed input record (or a bounded wait passed:
+the checker then judges what is missing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import ClusterError
+from ..history import RunWriter, now_ns
+from ..matrix import Case
+from ..waits import wait_until
+from . import txn
+from .txn import Consumer, after_failure, end_transaction, record_transaction
+from .workload import REQUEST_TIMEOUT_MS, ProduceStats, record_id, record_value
+
+HISTORY_VERSION = 2
+PIPELINE_PROCESS, INCARNATION_STEP = 5, 100
+ABORT_SHARE = 0.125
+BATCH = 20
+CATCH_UP_S = 45.0
+RC = "read_committed"
+__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "produce"]
+
+
+def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
+            stats: ProduceStats | None = None, stop: threading.Event | None = None,
+            process: int = txn.PRODUCER_PROCESSES[0],
+            keep_going: Callable[[], bool] | None = None,
+            max_rate: float | None = None) -> ProduceStats:
+    """The ``txn`` producers into ``topics[:-1]`` while the pipeline copies into the last."""
+    if len(topics) < 2:
+        raise ValueError(f"workload txn_pipeline needs topics >= 2, got {len(topics)}")
+    stats = stats or ProduceStats()
+    inputs, output = list(topics[:-1]), topics[-1]
+    pipeline = Pipeline(case, inputs, output, bootstrap, writer, stats).start()
+    try:
+        txn.produce(case, inputs, bootstrap, writer, stats, stop, process, keep_going,
+                    max_rate)
+        pipeline.catch_up(CATCH_UP_S)
+    finally:
+        pipeline.stop()
+    return stats
+
+
+class Pipeline:
+    """The copier of the module docstring, in a thread until ``stop``."""
+
+    def __init__(self, case: Case, inputs: list[str], output: str, bootstrap: str,
+                 writer: RunWriter, stats: ProduceStats):
+        self.case, self.inputs, self.output = case, inputs, output
+        self.bootstrap, self.writer, self.stats = bootstrap, writer, stats
+        self.group = f"kr-pipeline-{output}"[:200]
+        self.transactional_id = f"kr-pipeline-{output}"[:200]
+        self.copied: set[str] = set()  # source ids with a committed copy
+        self.copies: set[str] = set()  # the pipeline's own record ids
+        self.maybe: set[str] = set()  # sources of indeterminate copies: not waited for
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+        self.process = PIPELINE_PROCESS - INCARNATION_STEP
+        self._rng = random.Random(case.seed * 1000 + PIPELINE_PROCESS)
+        self._txns = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="kreplica-txn-pipeline")
+
+    def start(self) -> Pipeline:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def owed(self) -> set[str]:
+        """Committed input records without a committed copy yet."""
+        with self.stats.lock:
+            acked = set(self.stats.acked_ids)
+        with self.lock:
+            return acked - self.copies - self.copied - self.maybe
+
+    def catch_up(self, timeout: float) -> None:
+        """Wait until every committed input record has a committed copy; a time-out is an
+        event (the checker judges what is missing), not an error."""
+        try:
+            wait_until(lambda: not self.owed() or not self._thread.is_alive(), timeout,
+                       "the pipeline to copy every committed input record",
+                       lambda: f"{len(self.owed())} committed input records not copied")
+            detail = (f"every committed input record copied, {len(self.copied)} in all"
+                      if not self.owed() else "the pipeline thread ended")
+        except ClusterError as exc:
+            detail = str(exc)
+        self.writer.event("pipeline-caught-up", process=PIPELINE_PROCESS, detail=detail)
+
+    def _clients(self) -> tuple[Any, Any]:
+        """A fresh producer first (fencing the old one and settling its open transaction),
+        then a consumer that resumes at the group's committed positions."""
+        from kafka import KafkaConsumer
+
+        producer = txn.transactional_producer(self.case, self.bootstrap, self.transactional_id)
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap.split(","), client_id="kreplica-pipeline",
+            group_id=self.group, enable_auto_commit=False, auto_offset_reset="earliest",
+            isolation_level=RC, request_timeout_ms=REQUEST_TIMEOUT_MS,
+            session_timeout_ms=10_000, heartbeat_interval_ms=1_000, fetch_max_wait_ms=100,
+            reconnect_backoff_max_ms=1000, max_poll_records=BATCH)
+        consumer.subscribe(self.inputs)
+        self._next_incarnation("started")
+        return consumer, producer
+
+    def _next_incarnation(self, why: str) -> None:
+        self.process += INCARNATION_STEP
+        self.writer.event("start", process=self.process,
+                          detail=f"pipeline {self.transactional_id} {why}")
+
+    def _run(self) -> None:
+        consumer = producer = None
+        while not self._stop.is_set():
+            try:
+                if consumer is None:
+                    consumer, producer = self._clients()
+                batches = consumer.poll(timeout_ms=200)
+                generation = consumer.group_metadata().generation_id
+            except Exception as exc:  # noqa: BLE001 - a broken client is rebuilt, an event
+                consumer, producer = self._crashed(consumer, producer, exc)
+                continue
+            records = [r for rs in batches.values() for r in rs]
+            if not records:
+                continue
+            usable, committed = self._copy(consumer, producer, records, generation)
+            if not usable:
+                consumer, producer = self._crashed(consumer, producer, None)
+            elif not committed:  # aborted: rewind to the batch's first offsets
+                firsts: dict[Any, int] = {}
+                for r in records:
+                    firsts.setdefault(_tp(r), r.offset)
+                for tp, offset in firsts.items():
+                    consumer.seek(tp, offset)
+                self._next_incarnation("rewound after an abort")
+        _close(consumer, producer)
+
+    def _crashed(self, consumer: Any, producer: Any, exc: Exception | None):
+        if exc is not None:
+            self.errors.append(repr(exc))
+        self.writer.event("client-crash", process=self.process,
+                          detail=f"pipeline clients rebuilt: {exc!r}" if exc else
+                          "pipeline clients rebuilt after a failed transaction")
+        _close(consumer, producer)
+        self._stop.wait(0.5)
+        return None, None
+
+    def _copy(self, consumer: Any, producer: Any, records: list[Any], generation: int
+              ) -> tuple[bool, bool]:
+        """One copy transaction, recorded: (producer still usable, committed)."""
+        from kafka.structs import OffsetAndMetadata
+
+        self._txns += 1
+        name = f"C{PIPELINE_PROCESS}-T{self._txns:06d}"
+        returned = now_ns()
+        for i, r in enumerate(records):
+            self.writer.poll(self.process, self._txns, r.topic, r.partition, r.offset,
+                             record_id(r.value), returned, i, isolation=RC,
+                             generation=generation, txn=name)
+        commit = self._rng.random() >= ABORT_SHARE
+        positions: dict[Any, int] = {}
+        for r in records:
+            positions[_tp(r)] = r.offset + 1
+        offsets = [(tp.topic, tp.partition, o) for tp, o in positions.items()]
+        begin, end_ns, error, usable = now_ns(), None, None, True
+        sent: list[tuple[str, str, int, int, Any]] = []
+        sources = [record_id(r.value) for r in records]
+        try:
+            producer.begin_transaction()
+            for i, r in enumerate(records):
+                cid = f"{name}-{i}"
+                sent.append((cid, self.output, r.partition, now_ns(), producer.send(
+                    self.output, value=record_value(cid, self.case.message_bytes),
+                    partition=r.partition)))
+            producer.send_offsets_to_transaction(
+                {tp: OffsetAndMetadata(o, "", -1) for tp, o in positions.items()},
+                consumer.group_metadata())
+            end_ns = now_ns()
+            outcome = end_transaction(producer, commit)
+        except Exception as exc:  # noqa: BLE001 - recorded as the transaction's error
+            error = repr(exc)
+            outcome, usable = after_failure(producer, commit, end_ns is not None)
+        with self.lock:
+            self.copies.update(cid for cid, *_ in sent)
+        record_transaction(self.writer, self.stats, self.process, name, outcome, sent, begin,
+                           end_ns, error, sources=sources[:len(sent)], offsets=offsets)
+        with self.lock:
+            {"committed": self.copied, "info": self.maybe}.get(outcome, set()).update(sources)
+        return usable, outcome == "committed"
+
+
+def _tp(record: Any):
+    from kafka.structs import TopicPartition
+
+    return TopicPartition(record.topic, record.partition)
+
+
+def _close(consumer: Any, producer: Any) -> None:
+    for client in (consumer, producer):
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5) if client is producer else client.close(
+                    autocommit=False)

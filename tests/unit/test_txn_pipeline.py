@@ -1,0 +1,133 @@
+"""The read-process-write pipeline's pure logic: the matrix value, and how one copy
+transaction is recorded (stand-in clients; the real ones run in matrices/transactions.yaml)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_kreplica.errors import MatrixError
+from pytest_kreplica.history import RunWriter
+from pytest_kreplica.matrix import DIMENSIONS, load_matrix
+from pytest_kreplica.scenarios import txn_pipeline
+from pytest_kreplica.scenarios.workload import ProduceStats
+
+MATRICES = Path(__file__).parents[2] / "matrices"
+
+
+def test_pipeline_cases_carry_both_markers_and_expect_exactly_once():
+    assert DIMENSIONS["workload"].markers("txn_pipeline") == ["txn", "txn_pipeline"]
+    matrix = load_matrix(MATRICES / "transactions.yaml")
+    pipeline = [c for c in matrix.cases if c.workload == "txn_pipeline"]
+    assert pipeline and all(c.semantics == "exactly-once" for c in pipeline)
+    assert sorted(c.workload for c in matrix.cases if "ci" in c.markers) == [
+        "txn", "txn_pipeline"]
+
+
+def test_a_pipeline_with_one_topic_is_one_matrix_line(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("scenario: replication\ndimensions:\n  workload: [txn_pipeline]\n"
+                    "  topics: [1]\n")
+    with pytest.raises(MatrixError) as err:
+        load_matrix(path)
+    text = str(err.value)
+    assert "\n" not in text and "m.yaml" in text and "topics >= 2" in text
+
+
+class _Future:
+    def __init__(self, offset):
+        self.is_done, self.exception, self.value = True, None, SimpleNamespace(offset=offset)
+
+    def succeeded(self):
+        return True
+
+
+class _Producer:
+    def __init__(self, fail=None):
+        self.fail, self.calls, self.offset, self.offsets = fail, [], 0, None
+
+    def _step(self, name):
+        self.calls.append(name)
+        if self.fail == name:
+            raise RuntimeError(f"{name} failed")
+
+    def begin_transaction(self):
+        self._step("begin")
+
+    def send(self, topic, value, partition):
+        self._step("send")
+        self.offset += 1
+        return _Future(self.offset)
+
+    def send_offsets_to_transaction(self, offsets, group):
+        self._step("offsets")
+        self.offsets = offsets
+
+    def commit_transaction(self):
+        self._step("commit")
+
+    def abort_transaction(self):
+        self._step("abort")
+
+
+class _Consumer:
+    def group_metadata(self):
+        return "group"
+
+
+def _records():
+    return [SimpleNamespace(topic="in", partition=p, offset=o, value=f"P0-T{o}-{p}".encode())
+            for p, o in ((0, 4), (0, 5), (1, 9))]
+
+
+def _copy(tmp_path, producer, commits):
+    seed = next(s for s in range(100)
+                if (random.Random(s).random() >= txn_pipeline.ABORT_SHARE) is commits)
+    stats = ProduceStats()
+    with RunWriter(tmp_path) as w:
+        pipe = txn_pipeline.Pipeline(SimpleNamespace(seed=0, message_bytes=0), ["in"], "out",
+                                     "localhost:1", w, stats)
+        pipe._rng = random.Random(seed)
+        pipe.process = txn_pipeline.PIPELINE_PROCESS
+        result = pipe._copy(_Consumer(), producer, _records(), 3)
+    read = [json.loads(x) for x in (tmp_path / "polls.jsonl").read_text().splitlines()]
+    sends = [json.loads(x) for x in (tmp_path / "sends.jsonl").read_text().splitlines()]
+    (txn,) = [json.loads(x) for x in (tmp_path / "txns.jsonl").read_text().splitlines()]
+    return result, pipe, stats, read, sends, txn
+
+
+def test_a_committed_copy_names_its_sources_and_commits_the_positions(tmp_path):
+    producer = _Producer()
+    (usable, committed), pipe, stats, read, sends, txn = _copy(tmp_path, producer, True)
+    assert usable and committed and txn["status"] == "committed"
+    assert txn["offsets"] == "in:0:6 in:1:10"
+    assert {tp.partition: o.offset for tp, o in producer.offsets.items()} == {0: 6, 1: 10}
+    assert [s["source"] for s in sends] == ["P0-T4-0", "P0-T5-0", "P0-T9-1"]
+    assert all(s["topic"] == "out" and s["txn"] == txn["txn"] for s in sends)
+    assert all(r["txn"] == txn["txn"] and r["isolation"] == "read_committed" for r in read)
+    assert pipe.copied == {"P0-T4-0", "P0-T5-0", "P0-T9-1"}
+    assert stats.acked_ids == {s["id"] for s in sends} and stats.sent == 0
+
+
+def test_an_aborted_copy_owes_its_sources_still(tmp_path):
+    (usable, committed), pipe, stats, _, sends, txn = _copy(tmp_path, _Producer(), False)
+    assert usable and not committed and txn["status"] == "aborted"
+    assert pipe.copied == set() and stats.acked_ids == set() and len(sends) == 3
+
+
+def test_a_failed_commit_is_indeterminate_and_rebuilds_the_clients(tmp_path):
+    (usable, committed), pipe, stats, _, _, txn = _copy(tmp_path, _Producer("commit"), True)
+    assert not usable and not committed and txn["status"] == "info"
+    assert "commit failed" in txn["error"] and pipe.copied == set()
+    assert pipe.maybe == {"P0-T4-0", "P0-T5-0", "P0-T9-1"}  # not waited for at the end
+
+
+def test_a_failed_offset_commit_aborts_the_copy(tmp_path):
+    producer = _Producer("offsets")
+    (usable, committed), _, _, _, _, txn = _copy(tmp_path, producer, True)
+    assert usable and not committed and txn["status"] == "aborted"
+    assert producer.calls[-1] == "abort" and "commit" not in producer.calls
