@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .background import run_in_thread
 from .checks import ELECTION_BOUND_S, scenario_checks
+from .coordinators import resolvers as coordinator_resolvers
 from .failure import Failure
 from .nemesis import Component, Nemesis
 from .plan import FAULT_RECORD_PHASES, FaultPlan, FaultRecord, FaultSpec
@@ -19,11 +20,12 @@ from .registry import (
     STRIKE_EVENTS,
     TARGET_VALUES,
     TARGETS,
+    WORKLOAD_TARGETS,
     failures_on,
 )
 
 __all__ = ["COMPONENT_TARGETS", "ELECTION_BOUND_S", "FAILURES", "FAILURE_VALUES",
            "FAULT_RECORD_PHASES", "NONE", "RANDOM", "RANDOM_FAILURES", "RESTORE_EVENTS",
-           "STRIKE_EVENTS", "TARGETS", "TARGET_VALUES", "Component", "Failure", "FaultPlan",
-           "FaultRecord", "FaultSpec", "Nemesis", "failures_on", "run_in_thread",
-           "scenario_checks"]
+           "STRIKE_EVENTS", "TARGETS", "TARGET_VALUES", "WORKLOAD_TARGETS", "Component",
+           "Failure", "FaultPlan", "FaultRecord", "FaultSpec", "Nemesis",
+           "coordinator_resolvers", "failures_on", "run_in_thread", "scenario_checks"]

@@ -34,7 +34,7 @@ from ..waits import wait_for
 from .failure import Failure
 from .isrwatch import watch_fault
 from .plan import ALL_DOWN, NO_OTHER_REPLICA, FaultPlan, FaultRecord, FaultSpec
-from .registry import COMPONENT_TARGETS, FAILURES, TARGETS
+from .registry import COMPONENT_TARGETS, FAILURES, TARGETS, WORKLOAD_TARGETS
 
 if TYPE_CHECKING:
     from ..cluster import Cluster, PartitionState
@@ -82,10 +82,14 @@ class Nemesis:
                  partitions: list[tuple[str, int]], *,
                  election_timeout: float = 60.0, recovery_timeout: float = 120.0,
                  progress: Callable[[str], None] | None = None,
-                 components: dict[str, Component] | None = None):
+                 components: dict[str, Component] | None = None,
+                 roles: dict[str, Callable[[], tuple[str, int]]] | None = None):
         if not partitions:
             raise InputError("nemesis: the case has no topic-partitions to aim at")
-        self.components = dict(components or {})
+        self.components, self.roles = dict(components or {}), dict(roles or {})
+        if plan.target in WORKLOAD_TARGETS and plan.target not in self.roles:
+            raise InputError(f"nemesis: target {plan.target!r} needs a workload that names "
+                             f"it (workload txn or txn_pipeline)")
         if plan.target in COMPONENT_TARGETS and plan.target not in self.components:
             raise InputError(f"nemesis: target {plan.target!r} needs that component "
                              f"(a two-cluster case); allowed here: {', '.join(TARGETS)}")
@@ -127,7 +131,8 @@ class Nemesis:
     def run_fault(self, spec: FaultSpec) -> FaultRecord:
         if spec.target in self.components:
             return self._run_component_fault(spec, self.components[spec.target])
-        topic, partition = self.partitions[int(spec.pick * len(self.partitions))]
+        topic, partition = (self.roles[spec.target]() if spec.target in self.roles else
+                            self.partitions[int(spec.pick * len(self.partitions))])
         rec = FaultRecord(spec.index, spec.failure, spec.target, topic, partition)
         self.records.append(rec)
         struck, watch = False, None
@@ -230,7 +235,7 @@ class Nemesis:
                                          f"{type(exc).__name__}: {exc}")
 
     def _choose_victim(self, spec: FaultSpec, state: PartitionState) -> int:
-        if spec.target == "leader":
+        if spec.target == "leader" or spec.target in self.roles:  # roles lead their partition
             return state.leader
         if spec.target == "controller":
             return self.cluster.active_controller()

@@ -9,7 +9,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from .registry import COMPONENT_TARGETS, FAILURES, RANDOM, RANDOM_FAILURES, TARGETS
+from .registry import (
+    COMPONENT_TARGETS,
+    FAILURES,
+    RANDOM,
+    RANDOM_FAILURES,
+    TARGETS,
+    WORKLOAD_TARGETS,
+)
 
 NO_OTHER_REPLICA = "no other replica can lead (replication factor 1)"
 ALL_DOWN = "every node was down: nothing could lead until the restore"
@@ -100,7 +107,8 @@ class FaultPlan:
 
     def __post_init__(self) -> None:
         for key, value, allowed in (("failure", self.failure, tuple(FAILURES)),
-                                    ("target", self.target, TARGETS + COMPONENT_TARGETS)):
+                                    ("target", self.target,
+                                     TARGETS + WORKLOAD_TARGETS + COMPONENT_TARGETS)):
             if value not in (*allowed, RANDOM):
                 raise InputError(f"nemesis: {key} {value!r} is not allowed; allowed: "
                                  f"{', '.join((*allowed, RANDOM))}")

@@ -19,6 +19,7 @@ from . import (
     reassign,
     soft,
 )
+from .coordinators import COORDINATOR_TARGETS
 from .failure import Failure
 
 FAILURES: dict[str, Failure] = {f.name: f for f in (
@@ -48,7 +49,10 @@ RANDOM_FAILURES = tuple(n for n, f in FAILURES.items() if f.random)  # what rand
 
 TARGETS = ("leader", "follower", "controller")  # roles of a node, resolved at the strike
 COMPONENT_TARGETS = ("mirror-maker",)  # components beside the cluster, never drawn at random
-TARGET_VALUES = (*TARGETS, *COMPONENT_TARGETS, RANDOM)  # the matrix's ``target`` vocabulary
+# nodes the case's workload names (its group's / transactions' coordinator), never random
+WORKLOAD_TARGETS = COORDINATOR_TARGETS
+# the matrix's ``target`` vocabulary
+TARGET_VALUES = (*TARGETS, *WORKLOAD_TARGETS, *COMPONENT_TARGETS, RANDOM)
 
 STRIKE_EVENTS: dict[str, Failure] = {f.event: f for f in FAILURES.values()}
 RESTORE_EVENTS = frozenset(f.restore_event for f in FAILURES.values())

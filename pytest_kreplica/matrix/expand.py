@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MatrixError
-from ..faults.registry import FAILURES, failures_on
+from ..faults.registry import FAILURES, WORKLOAD_TARGETS, failures_on
 from .case import Case
 from .dimensions import DIMENSIONS, FAULT_ONLY, hyphen_free
 
@@ -123,6 +123,11 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise matrix_error(path, f"{where}.mirror_semantics",
                            f"exactly-once needs a mirrored scenario, got {scenario}; allowed: "
                            "at-least-once")
+    if p["failure"] != "none" and p["target"] in WORKLOAD_TARGETS and p["workload"] == "plain":
+        raise matrix_error(path, f"{where}.target",
+                           f"{p['target']} needs a workload with a consumer group and "
+                           "transactions (workload: txn or txn_pipeline), got plain; allowed: "
+                           "leader | follower | controller")
     if p["failure"] != "none" and p["target"] == "mirror-maker" and scenario != "mirror":
         raise matrix_error(path, f"{where}.target",
                            f"mirror-maker needs scenario mirror, got {scenario}; allowed: "

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..faults import NONE, Component, FaultPlan, Nemesis, scenario_checks
+from ..faults import NONE, Component, FaultPlan, Nemesis, coordinator_resolvers, scenario_checks
 from ..report import write_index
+from ..scenarios import workload_module
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -128,10 +129,12 @@ def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
     def nemesis(ctx: CaseContext) -> None:
         plan = fault_plan(case, duration)
         partitions = [(t, p) for t in ctx.topics for p in range(case.partitions)]
+        keys = getattr(workload_module(case.workload), "coordinator_keys", None)
         nem = Nemesis(ctx.cluster, ctx.writer, plan, partitions,
                       progress=lambda msg: say(ctx, msg),
                       components=components(ctx) if components is not None else ctx.components,
-                      **timeouts)
+                      roles=coordinator_resolvers(ctx.cluster, keys(ctx.topics)) if keys
+                      else None, **timeouts)
         ctx.extra["fault_plan"] = plan.to_dict()
         ticker = _Ticker(ctx, nem, say)
         try:

@@ -16,11 +16,19 @@ SCENARIOS: dict[str, str] = {
 }
 
 # the ``workload:`` dimension: what produces and reads; each module has ``produce`` and
-# ``Consumer`` with the plain workload's signatures, and may set ``HISTORY_VERSION``
+# ``Consumer`` with the plain workload's signatures, and may set ``HISTORY_VERSION`` and
+# ``coordinator_keys(topics)`` (the group / transactional id a coordinator target aims at)
 WORKLOADS: dict[str, str] = {
     "plain": "pytest_kreplica.scenarios.workload",
     "txn": "pytest_kreplica.scenarios.txn",
     "txn_pipeline": "pytest_kreplica.scenarios.txn_pipeline",
 }
 
-__all__ = ["SCENARIOS", "WORKLOADS"]
+__all__ = ["SCENARIOS", "WORKLOADS", "workload_module"]
+
+
+def workload_module(name: str):
+    """The module of the ``workload`` value ``name`` (imported on first use)."""
+    import importlib
+
+    return importlib.import_module(WORKLOADS[name])

@@ -18,7 +18,6 @@ mirrored case) read from a second cluster's mirrored topics.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import platform
 import random
@@ -34,7 +33,7 @@ from ..history import RunWriter, write_run_json
 from ..report import build_verdict, write_report, write_verdict
 from ..validation.checker import check
 from ..validation.outcome import judge_case
-from . import WORKLOADS
+from . import workload_module
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
 from .result import CaseResult, history_dict
 from .workload import Consumer, ProduceStats
@@ -322,7 +321,7 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
 
 def _workload(case: Case):
     """The module of the case's ``workload`` (``scenarios.WORKLOADS``)."""
-    return importlib.import_module(WORKLOADS[getattr(case, "workload", "plain")])
+    return workload_module(getattr(case, "workload", "plain"))
 
 
 def _readable_ends(cluster: Cluster, topics: list[str], partitions: int

@@ -40,8 +40,24 @@ PRODUCER_PROCESSES, GROUP_PROCESSES, OBSERVER_PROCESS = (0, 3), (1, 2), 9
 COMMIT_SHARE = 0.75
 MAX_RECORDS = 4
 DELIVERY_TIMEOUT_MS = 30_000
-__all__ = ["HISTORY_VERSION", "Consumer", "after_failure", "end_transaction", "produce",
+END_TIMEOUT_S = 20.0  # commit / abort / offsets in a transaction, then the producer is replaced
+__all__ = ["HISTORY_VERSION", "Consumer", "after_failure", "bounded", "end_transaction", "produce",
            "record_transaction"]
+
+
+def coordinator_keys(topics: Sequence[str]) -> dict[str, str]:
+    """What the ``group_coordinator`` / ``txn_coordinator`` targets aim at: the read_committed
+    group's id and the first producer's transactional id."""
+    return {"group_coordinator": group_id(topics),
+            "txn_coordinator": transactional_id(topics, PRODUCER_PROCESSES[0])}
+
+
+def group_id(topics: Sequence[str]) -> str:
+    return f"kr-group-{topics[0]}"[:200]
+
+
+def transactional_id(topics: Sequence[str], process: int) -> str:
+    return f"kr-txn-{topics[0]}-{process}"[:200]
 
 
 def transactional_producer(case: Case, bootstrap: str, transactional_id: str):
@@ -93,9 +109,9 @@ def _produce_one(case: Case, topics: Sequence[str], bootstrap: str, writer: RunW
     """One producer's loop; transaction ids carry the process, unique in the run."""
     rng = random.Random(case.seed * 1000 + index)
     targets = [(t, p) for t in topics for p in range(case.partitions)]
-    transactional_id = f"kr-txn-{topics[0]}-{process}"[:200]
-    producer = transactional_producer(case, bootstrap, transactional_id)
-    writer.event("start", process=process, detail=f"transactional producer {transactional_id}")
+    txn_id = transactional_id(topics, process)
+    producer = transactional_producer(case, bootstrap, txn_id)
+    writer.event("start", process=process, detail=f"transactional producer {txn_id}")
     started, n, mine = time.monotonic(), 0, 0
     try:
         while stats.sent < case.messages or (keep_going is not None and keep_going()):
@@ -109,7 +125,7 @@ def _produce_one(case: Case, topics: Sequence[str], bootstrap: str, writer: RunW
                 with contextlib.suppress(Exception):
                     producer.close(timeout=5)
                 writer.event("client-crash", process=process, detail="txn producer replaced")
-                producer = transactional_producer(case, bootstrap, transactional_id)
+                producer = transactional_producer(case, bootstrap, txn_id)
             if max_rate:
                 time.sleep(max(0.0, mine / max_rate - (time.monotonic() - started)))
     finally:
@@ -145,12 +161,40 @@ def _one_transaction(producer: Any, txn: str, rng: random.Random,
     return usable, len(sent)
 
 
+class TransactionCallTimeout(Exception):
+    """A transactional call of the client did not return within its bound."""
+
+
+def bounded(call: Callable[[], Any], what: str, timeout: float | None = None) -> None:
+    """Run a transactional call of kafka-python with a bound. Its ``commit_transaction``,
+    ``abort_transaction`` and ``send_offsets_to_transaction`` wait without one, and after the
+    transaction coordinator's node was SIGKILLed an abort was seen waiting for good
+    (kafka-python 3.0.12, docs/history.md): the call runs in a helper thread, and after
+    ``timeout`` the caller gives up on the producer (the helper stays blocked on it)."""
+    timeout = END_TIMEOUT_S if timeout is None else timeout
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+            failed.append(exc)
+
+    helper = threading.Thread(target=run, daemon=True, name=f"kreplica-{what}")
+    helper.start()
+    helper.join(timeout)
+    if helper.is_alive():
+        raise TransactionCallTimeout(f"{what} did not return within {timeout:.0f} s")
+    if failed:
+        raise failed[0]
+
+
 def end_transaction(producer: Any, commit: bool) -> str:
-    """Commit or abort the open transaction; its outcome."""
+    """Commit or abort the open transaction (bounded); its outcome."""
     if commit:
-        producer.commit_transaction()
+        bounded(producer.commit_transaction, "commit_transaction")
         return "committed"
-    producer.abort_transaction()
+    bounded(producer.abort_transaction, "abort_transaction")
     return "aborted"
 
 
@@ -160,7 +204,7 @@ def after_failure(producer: Any, commit: bool, ended: bool) -> tuple[str, bool]:
     if ended and commit:
         return "info", False
     try:
-        producer.abort_transaction()
+        bounded(producer.abort_transaction, "abort_transaction")
         return "aborted", True
     except Exception:
         return "info", False
@@ -216,7 +260,7 @@ class Consumer:
 
     def __init__(self, topics: Sequence[str], partitions: int, bootstrap: Callable[[], str],
                  writer: RunWriter, isolation_level: str = "read_committed"):
-        group = f"kr-group-{topics[0]}"[:200]
+        group = group_id(topics)
         self.members = [GroupReader(list(topics), group, bootstrap, writer, p)
                         for p in GROUP_PROCESSES]
         self.observer = PlainConsumer(topics, partitions, bootstrap, _Labelled(writer),

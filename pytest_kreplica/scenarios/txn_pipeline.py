@@ -31,7 +31,7 @@ from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
 from . import txn
-from .txn import Consumer, after_failure, end_transaction, record_transaction
+from .txn import Consumer, after_failure, bounded, end_transaction, record_transaction
 from .workload import REQUEST_TIMEOUT_MS, ProduceStats, record_id, record_value
 
 HISTORY_VERSION = 2
@@ -40,7 +40,7 @@ ABORT_SHARE = 0.125
 BATCH = 20
 CATCH_UP_S = 45.0
 RC = "read_committed"
-__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "produce"]
+__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "coordinator_keys", "produce"]
 
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
@@ -70,8 +70,7 @@ class Pipeline:
                  writer: RunWriter, stats: ProduceStats):
         self.case, self.inputs, self.output = case, inputs, output
         self.bootstrap, self.writer, self.stats = bootstrap, writer, stats
-        self.group = f"kr-pipeline-{output}"[:200]
-        self.transactional_id = f"kr-pipeline-{output}"[:200]
+        self.group = self.transactional_id = _pipeline_id(output)
         self.copied: set[str] = set()  # source ids with a committed copy
         self.copies: set[str] = set()  # the pipeline's own record ids
         self.maybe: set[str] = set()  # sources of indeterminate copies: not waited for
@@ -196,9 +195,10 @@ class Pipeline:
                 sent.append((cid, self.output, r.partition, now_ns(), producer.send(
                     self.output, value=record_value(cid, self.case.message_bytes),
                     partition=r.partition)))
-            producer.send_offsets_to_transaction(
-                {tp: OffsetAndMetadata(o, "", -1) for tp, o in positions.items()},
-                consumer.group_metadata())
+            committing = {tp: OffsetAndMetadata(o, "", -1) for tp, o in positions.items()}
+            group = consumer.group_metadata()
+            bounded(lambda: producer.send_offsets_to_transaction(committing, group),
+                    "send_offsets_to_transaction")
             end_ns = now_ns()
             outcome = end_transaction(producer, commit)
         except Exception as exc:  # noqa: BLE001 - recorded as the transaction's error
@@ -225,3 +225,14 @@ def _close(consumer: Any, producer: Any) -> None:
             with contextlib.suppress(Exception):
                 client.close(timeout=5) if client is producer else client.close(
                     autocommit=False)
+
+
+def coordinator_keys(topics: Sequence[str]) -> dict[str, str]:
+    """The coordinators of the pipeline's group and of its transactions: where its
+    consumer positions are committed inside its transactions."""
+    key = _pipeline_id(topics[-1])
+    return {"group_coordinator": key, "txn_coordinator": key}
+
+
+def _pipeline_id(output: str) -> str:
+    return f"kr-pipeline-{output}"[:200]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import random
+import threading
 import time
 
 import pytest
@@ -162,3 +163,21 @@ def test_a_producer_that_cannot_start_fails_the_produce_phase(tmp_path, monkeypa
     monkeypatch.setattr(workload, "transactional_producer", broken)
     with RunWriter(tmp_path) as w, pytest.raises(RuntimeError, match="no coordinator"):
         workload.produce(_ProduceCase(), ["t"], "localhost:1", w)
+
+
+def test_a_transactional_call_that_never_returns_is_given_up_on(monkeypatch):
+    """kafka-python's abort waited for good after a coordinator kill: the call is bounded,
+    and a transaction whose abort never returned leaves the producer to be replaced."""
+    release = threading.Event()
+    with pytest.raises(workload.TransactionCallTimeout, match="abort_transaction did not"):
+        workload.bounded(lambda: release.wait(30), "abort_transaction", timeout=0.2)
+    with pytest.raises(RuntimeError, match="boom"):
+        workload.bounded(lambda: (_ for _ in ()).throw(RuntimeError("boom")), "commit")
+
+    class Hanging(_Producer):
+        def abort_transaction(self):
+            release.wait(30)
+
+    monkeypatch.setattr(workload, "END_TIMEOUT_S", 0.2)
+    assert workload.after_failure(Hanging(), commit=False, ended=False) == ("info", False)
+    release.set()
