@@ -211,11 +211,11 @@ def render_report(run_dir: str | Path) -> str:
                           "indeterminate": counts.get("txns_info", 0),
                           **{name: counts.get(name, 0) for name in
                              ("aborted_read", "precommitted_read", "lost_committed",
-                              "torn_transaction", "copied_twice", "uncopied",
+                              "torn_transaction", "copied_twice", "uncopied", "not_copied",
                               "read_cycle", "write_cycle", "mixed_cycle")}},
                         highlight=("aborted_read", "precommitted_read", "lost_committed",
                                    "torn_transaction", "copied_twice", "uncopied",
-                                   "read_cycle")))
+                                   "not_copied", "read_cycle")))
     examples = {k: v for k, v in (verdict.get("examples") or {}).items() if v}
     for anomaly, rows in examples.items():
         rows = rows if isinstance(rows, list) else [rows]

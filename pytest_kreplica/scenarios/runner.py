@@ -234,9 +234,12 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         "start_time": time.time(), "source": case.source,
     }
     meta.update(run_meta or {})
-    version = getattr(_workload(case), "HISTORY_VERSION", 1)
+    workload = _workload(case)
+    version = getattr(workload, "HISTORY_VERSION", 1)
     if version > 1:  # docs/history.md: a version 1 run.json names no version
         meta["history_version"] = version
+    if hasattr(workload, "run_meta"):  # what the workload tells the checker (a pipeline's)
+        meta.update(workload.run_meta(topics))
     write_run_json(run_dir, meta)
     with RunWriter(run_dir) as writer:
         ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),

@@ -39,8 +39,10 @@ PIPELINE_PROCESS, INCARNATION_STEP = 5, 100
 ABORT_SHARE = 0.125
 BATCH = 20
 CATCH_UP_S = 45.0
+POLL_TIMEOUT_S = 20.0
 RC = "read_committed"
-__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "coordinator_keys", "produce"]
+__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "coordinator_keys", "produce",
+           "run_meta"]
 
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
@@ -138,7 +140,7 @@ class Pipeline:
             try:
                 if consumer is None:
                     consumer, producer = self._clients()
-                batches = consumer.poll(timeout_ms=200)
+                batches = _bounded_poll(consumer)
                 generation = consumer.group_metadata().generation_id
             except Exception as exc:  # noqa: BLE001 - a broken client is rebuilt, an event
                 consumer, producer = self._crashed(consumer, producer, exc)
@@ -213,6 +215,15 @@ class Pipeline:
         return usable, outcome == "committed"
 
 
+def _bounded_poll(consumer: Any) -> dict[Any, list[Any]]:
+    """One poll. kafka-python's poll was seen never returning once the group's coordinator
+    was SIGKILLed: it is bounded, and a stuck consumer is abandoned and rebuilt."""
+    polled: list[dict[Any, list[Any]]] = []
+    bounded(lambda: polled.append(consumer.poll(timeout_ms=200)), "the pipeline's poll",
+            POLL_TIMEOUT_S)
+    return polled[0]
+
+
 def _tp(record: Any):
     from kafka.structs import TopicPartition
 
@@ -220,11 +231,20 @@ def _tp(record: Any):
 
 
 def _close(consumer: Any, producer: Any) -> None:
-    for client in (consumer, producer):
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close(timeout=5) if client is producer else client.close(
-                    autocommit=False)
+    """Close both clients, each within a bound (a stuck client is abandoned)."""
+    if consumer is not None:
+        with contextlib.suppress(Exception):
+            bounded(lambda: consumer.close(autocommit=False), "the pipeline's consumer close",
+                    10.0)
+    if producer is not None:
+        with contextlib.suppress(Exception):
+            bounded(lambda: producer.close(timeout=5), "the pipeline's producer close", 10.0)
+
+
+def run_meta(topics: Sequence[str]) -> dict[str, Any]:
+    """run.json's ``pipeline``: the topics it reads, so the checker can ask that every
+    committed record of them was copied (``not_copied``)."""
+    return {"pipeline": {"inputs": list(topics[:-1]), "output": topics[-1]}}
 
 
 def coordinator_keys(topics: Sequence[str]) -> dict[str, str]:

@@ -11,7 +11,8 @@ from pytest_kreplica.validation.checker.verdict import is_valid
 ALO, EO, AMO = "at-least-once", "exactly-once", "at-most-once"
 EVERY = {ALO, EO, AMO}
 TXN_NAMES = {"aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
-             "copied_twice", "uncopied", "write_cycle", "read_cycle", "mixed_cycle"}
+             "copied_twice", "uncopied", "not_copied", "write_cycle", "read_cycle",
+             "mixed_cycle"}
 
 
 class Txn:
@@ -21,6 +22,11 @@ class Txn:
     def __init__(self, h):
         self.h = h
         h.meta(history_version=2)
+
+    def pipeline_reads(self, *topics):
+        """run.json names the topics the pipeline reads (what ``not_copied`` judges)."""
+        self.h.meta(history_version=2, pipeline={"inputs": list(topics), "output": "u"})
+        return self
 
     def txn(self, name, records, outcome="committed", process=0, topic="t", offsets=None):
         """``records``: (id, partition, offset) or, for a pipeline's copies, (id, partition,
@@ -217,11 +223,35 @@ def uncopied(t):
     return {"uncopied": 1}, {ALO, EO}
 
 
+def not_copied(t):
+    """The run says the pipeline reads t; it committed position 2 and stalled: m2, above
+    that position, was never copied (a pipeline that copies nothing cannot pass)."""
+    t.pipeline_reads("t")
+    _pipeline_input(t)
+    t.txn("C1", [("c0", 0, 0, "m0"), ("c1", 0, 1, "m1")], process=5, topic="u",
+          offsets=[("t", 0, 2)])
+    t.read(1, 0, [(0, "m0"), (1, "m1"), (2, "m2")])
+    t.read(1, 0, [(0, "c0"), (1, "c1")], topic="u")
+    return {"not_copied": 1}, {ALO, EO}
+
+
+def a_pipeline_that_copied_everything(t):
+    t.pipeline_reads("t")
+    _pipeline_input(t)
+    t.read(5, 0, [(2, "m2")], txn="C1")
+    t.txn("C1", [("c0", 0, 0, "m0"), ("c1", 0, 1, "m1"), ("c2", 0, 2, "m2")], process=5,
+          topic="u", offsets=[("t", 0, 3)])
+    t.read(1, 0, [(0, "m0"), (1, "m1"), (2, "m2")])
+    t.read(1, 0, [(0, "c0"), (1, "c1"), (2, "c2")], topic="u")
+    return {}, set()
+
+
 CASES = [clean_with_aborts_and_an_observer, aborted_read, precommitted_read, lost_committed,
          torn_transaction, no_tear_across_an_owner_change,
          skip_across_a_rebalance_that_kept_the_partition, indeterminate_txn_unread_is_not_lost,
          write_cycle, back_edge_without_a_cycle, read_cycle, mixed_cycle,
-         pipeline_copies_once, copied_twice, uncopied]
+         pipeline_copies_once, copied_twice, uncopied, not_copied,
+         a_pipeline_that_copied_everything]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])

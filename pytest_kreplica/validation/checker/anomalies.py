@@ -77,6 +77,9 @@ ANOMALY_TABLE: tuple[Anomaly, ...] = (
             "source record (the pipeline's exactly-once broken)", (EO,), "copied_twice"),
     Anomaly("uncopied", "id", "a committed record the pipeline consumed for good (below the "
             "position it committed) has no committed copy", (ALO, EO), "uncopied"),
+    Anomaly("not_copied", "id", "a committed record of a topic the pipeline reads, at or above "
+            "its committed position, never copied (the pipeline never got to it)", (ALO, EO),
+            "not_copied"),
     # dependency cycles between committed transactions (checker/cycles.py)
     Anomaly("write_cycle", "cycle", "committed transactions whose appends interleave in a "
             "cycle of write-write order (G0; Kafka's protocol allows it)", (), "write_cycle"),

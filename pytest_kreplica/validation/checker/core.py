@@ -93,7 +93,7 @@ def check(
             from . import cycles, txn
 
             out = txn.outcomes(spark, path)
-            txn_frames = txn.build(sends_df, polls_df, out)
+            txn_frames = txn.build(sends_df, polls_df, out, pipeline_inputs(path, meta))
             txn_counts = txn.count(txn_frames)
             txn_examples = txn.examples(txn_frames, txn_counts, EXAMPLES_PER_ANOMALY)
             cycle_counts, cycle_examples = cycles.find(sends_df, polls_df, out,
@@ -120,6 +120,18 @@ def check(
             counts.update(in_log=0, not_in_log=0)
     counts.update(txn_counts)
     return Verdict.from_counts(counts, chosen, examples, extra)
+
+
+def pipeline_inputs(run_dir: Path, meta: dict[str, Any]) -> list[str] | None:
+    """The topics a read-process-write pipeline reads: run.json ``pipeline.inputs``."""
+    pipeline = meta.get("pipeline")
+    if pipeline is None:
+        return None
+    inputs = pipeline.get("inputs") if isinstance(pipeline, dict) else None
+    if not isinstance(inputs, list) or not all(isinstance(t, str) for t in inputs):
+        raise HistoryError(f"{run_dir / 'run.json'}: key 'pipeline.inputs' must be a list of "
+                           f"topic names")
+    return inputs
 
 
 def is_v2(run_dir: Path, meta: dict[str, Any]) -> bool:

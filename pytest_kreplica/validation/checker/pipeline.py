@@ -9,6 +9,11 @@ record it consumed has exactly one committed copy:
   uncopied      (per source id)  a committed source record lies below the position the
                                  pipeline committed for its partition (it was consumed for
                                  good), but no committed copy of it exists
+  not_copied    (per source id)  a committed record of a topic the pipeline reads (run.json
+                                 ``pipeline.inputs``) at or above its committed position, with
+                                 no committed copy: the pipeline never got to it (the
+                                 pipeline's ``unseen``; a pipeline that copied nothing cannot
+                                 pass)
 
 Both are joins and aggregations over the sends already labelled with their transaction's
 outcome (``txn.build``); nothing is collected here.
@@ -19,7 +24,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-PIPELINE_ANOMALIES = ("copied_twice", "uncopied")
+PIPELINE_ANOMALIES = ("copied_twice", "uncopied", "not_copied")
 
 
 def positions(out: DataFrame) -> DataFrame:
@@ -34,9 +39,11 @@ def positions(out: DataFrame) -> DataFrame:
             .groupBy("topic", "partition").agg(F.max("position").alias("position")))
 
 
-def offending(sends: DataFrame, out: DataFrame) -> list[tuple[str, DataFrame, str]]:
+def offending(sends: DataFrame, out: DataFrame, inputs: list[str] | None = None
+              ) -> list[tuple[str, DataFrame, str]]:
     """(anomaly, offending rows, key column) for each rule. ``sends``: transactional sends
-    with their transaction's ``outcome`` and the ``source`` column."""
+    with their transaction's ``outcome`` and the ``source`` column; ``inputs``: the topics
+    the run says its pipeline reads (none: ``not_copied`` is not judged)."""
     c = F.col
     committed = sends.where((c("outcome") == "committed") & (c("status") == "ok")
                             & c("offset").isNotNull())
@@ -44,8 +51,13 @@ def offending(sends: DataFrame, out: DataFrame) -> list[tuple[str, DataFrame, st
     twice = (copies.groupBy("source").agg(F.count_distinct("id").alias("_copies"))
              .where(c("_copies") >= 2).select("source"))
     copied_twice = copies.join(twice, "source")
-    uncopied = (committed.where(c("source").isNull())
-                .join(positions(out), ["topic", "partition"])
-                .where(c("offset") < c("position"))
-                .join(copies.select(c("source").alias("id")).distinct(), "id", "left_anti"))
-    return [("copied_twice", copied_twice, "source"), ("uncopied", uncopied, "id")]
+    owed = (committed.where(c("source").isNull())
+            .join(positions(out), ["topic", "partition"], "left")
+            .join(copies.select(c("source").alias("id")).distinct(), "id", "left_anti"))
+    uncopied = owed.where(c("offset") < c("position"))
+    found = [("copied_twice", copied_twice, "source"), ("uncopied", uncopied, "id")]
+    if inputs:
+        found.append(("not_copied", owed.where(
+            c("topic").isin(*inputs) & (c("position").isNull() | (c("offset") >= c("position")))),
+            "id"))
+    return found

@@ -92,7 +92,8 @@ def v1_view(sends: DataFrame, polls: DataFrame, out: DataFrame) -> tuple[DataFra
     return sends_v1, polls_v1
 
 
-def build(sends: DataFrame, polls: DataFrame, out: DataFrame) -> TxnFrames:
+def build(sends: DataFrame, polls: DataFrame, out: DataFrame,
+          pipeline_inputs: list[str] | None = None) -> TxnFrames:
     c = F.col
     labelled = _with_outcome(sends.where(~c("_bad") & c("txn").isNotNull()), out).select(
         "id", "txn", "process", "topic", "partition", "offset", "status", "source",
@@ -133,7 +134,7 @@ def build(sends: DataFrame, polls: DataFrame, out: DataFrame) -> TxnFrames:
                  .unionByName(shape(lost, "lost_committed", c("txn")))
                  .unionByName(shape(torn, "torn_transaction",
                                     F.concat_ws("/", c("txn"), c("process").cast("string")))))
-    for name, df, key in pipeline_offending(labelled, out):
+    for name, df, key in pipeline_offending(labelled, out, pipeline_inputs):
         offending = offending.unionByName(shape(df, name, c(key)))
     return TxnFrames(offending, out)
 
