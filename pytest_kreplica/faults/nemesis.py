@@ -91,8 +91,9 @@ class Nemesis:
             raise InputError(f"nemesis: target {plan.target!r} needs a workload that names "
                              f"it (workload txn or txn_pipeline)")
         if plan.target in COMPONENT_TARGETS and plan.target not in self.components:
-            raise InputError(f"nemesis: target {plan.target!r} needs that component "
-                             f"(a two-cluster case); allowed here: {', '.join(TARGETS)}")
+            raise InputError(f"nemesis: target {plan.target!r} needs that component (a "
+                             f"two-cluster case; a txn workload); allowed here: "
+                             f"{', '.join(TARGETS)}")
         self.cluster = cluster
         self.writer = writer
         self.plan = plan

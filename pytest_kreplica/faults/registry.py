@@ -48,7 +48,9 @@ FAILURE_VALUES = (NONE, *FAILURES, RANDOM)  # the matrix's ``failure`` vocabular
 RANDOM_FAILURES = tuple(n for n, f in FAILURES.items() if f.random)  # what random draws
 
 TARGETS = ("leader", "follower", "controller")  # roles of a node, resolved at the strike
-COMPONENT_TARGETS = ("mirror-maker",)  # components beside the cluster, never drawn at random
+# components beside the cluster (MirrorMaker 2; a client process of the txn workloads),
+# never drawn at random
+COMPONENT_TARGETS = ("mirror-maker", "group-member")
 # nodes the case's workload names (its group's / transactions' coordinator), never random
 WORKLOAD_TARGETS = COORDINATOR_TARGETS
 # the matrix's ``target`` vocabulary

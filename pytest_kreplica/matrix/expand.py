@@ -123,7 +123,8 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise matrix_error(path, f"{where}.mirror_semantics",
                            f"exactly-once needs a mirrored scenario, got {scenario}; allowed: "
                            "at-least-once")
-    if p["failure"] != "none" and p["target"] in WORKLOAD_TARGETS and p["workload"] == "plain":
+    if p["failure"] != "none" and p["workload"] == "plain" and (
+            p["target"] in WORKLOAD_TARGETS or p["target"] == "group-member"):
         raise matrix_error(path, f"{where}.target",
                            f"{p['target']} needs a workload with a consumer group and "
                            "transactions (workload: txn or txn_pipeline), got plain; allowed: "

@@ -299,6 +299,8 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
                                            reader.live_bootstrap_servers, read_writer,
                                            isolation_level=flow.isolation_level)
     ctx.stats, ctx.consumer = ProduceStats(), consumer
+    if hasattr(consumer, "components"):  # client processes the nemesis may fail
+        ctx.components.update(consumer.components())
     keep = hooks.keep_producing
     with phases.timed("produce"):
         consumer.start()

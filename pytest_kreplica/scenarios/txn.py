@@ -7,8 +7,10 @@ their open transactions interleave in partitions, the write-write cycles (G0) th
 reports. Every record becomes a ``sends`` row with its transaction id, and every
 transaction a ``txns`` row with its outcome: ``committed`` / ``aborted`` only when the
 client said so, ``info`` when a commit or abort raised (it may have happened). Two
-read_committed members of one consumer group (``txn_group``) and a read_uncommitted observer
-(the plain workload's consumer, its polls labelled) read meanwhile. The run directory is
+read_committed members of one consumer group, each a client process of its own
+(``member_process`` running ``txn_group``'s reader: the nemesis target ``group-member``
+SIGKILLs, SIGTERMs or SIGSTOPs the first one), and a read_uncommitted observer (the plain
+workload's consumer, its polls labelled) read meanwhile. The run directory is
 history version 2 (docs/history.md).
 
 The module offers what the runner asks of a workload: ``produce`` and ``Consumer``.
@@ -23,9 +25,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..faults import Component
 from ..history import RunWriter, now_ns
 from ..matrix import Case
-from .txn_group import GroupReader
+from ..waits import wait_until
+from .member_process import MemberProcess
 from .workload import (
     MAX_BLOCK_MS,
     REQUEST_TIMEOUT_MS,
@@ -36,6 +40,7 @@ from .workload import (
 from .workload import Consumer as PlainConsumer
 
 HISTORY_VERSION = 2
+GROUP_MEMBER = "group-member"  # the nemesis target of a member process
 PRODUCER_PROCESSES, GROUP_PROCESSES, OBSERVER_PROCESS = (0, 3), (1, 2), 9
 COMMIT_SHARE = 0.75
 MAX_RECORDS = 4
@@ -261,7 +266,7 @@ class Consumer:
     def __init__(self, topics: Sequence[str], partitions: int, bootstrap: Callable[[], str],
                  writer: RunWriter, isolation_level: str = "read_committed"):
         group = group_id(topics)
-        self.members = [GroupReader(list(topics), group, bootstrap, writer, p)
+        self.members = [MemberProcess(list(topics), group, bootstrap, writer, p)
                         for p in GROUP_PROCESSES]
         self.observer = PlainConsumer(topics, partitions, bootstrap, _Labelled(writer),
                                       process=OBSERVER_PROCESS,
@@ -272,6 +277,19 @@ class Consumer:
     @property
     def polled(self) -> int:
         return sum(m.polled for m in self.members)
+
+    def components(self) -> dict[str, Component]:
+        """The first member as the nemesis' ``group-member`` target: it has recovered once
+        its new incarnation joined the group with partitions assigned."""
+        member = self.members[0]
+
+        def rejoined(baseline: int, timeout: float) -> None:
+            wait_until(lambda: member.joins > baseline, timeout,
+                       f"group member {member.process} back in the group with partitions",
+                       lambda: f"{member.joins} assignments, {baseline} before the restore")
+
+        return {GROUP_MEMBER: Component(GROUP_MEMBER, "consumer group member", member,
+                                        lambda: member.joins, rejoined)}
 
     def seen(self) -> set[str]:
         out: set[str] = set()
