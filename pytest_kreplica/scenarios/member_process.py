@@ -25,6 +25,7 @@ from typing import Any
 
 from ..cluster.base import NodeState
 from ..cluster.launcher import Launcher
+from .txn_group import GroupReader
 
 INCARNATION_STEP = 100
 STOP_TIMEOUT_S = 15.0
@@ -173,8 +174,6 @@ class _LineWriter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .txn_group import GroupReader
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--group", required=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ ABORT_SHARE = 0.125
 BATCH = 20
 CATCH_UP_S = 45.0
 POLL_TIMEOUT_S = 20.0
+IDLE_S = 15.0  # nothing read while input is owed: the consumer is rebuilt
 RC = "read_committed"
 __all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "coordinator_keys", "produce",
            "run_meta"]
@@ -136,21 +138,27 @@ class Pipeline:
 
     def _run(self) -> None:
         consumer = producer = None
+        last_read = time.monotonic()
         while not self._stop.is_set():
             try:
                 if consumer is None:
                     consumer, producer = self._clients()
+                    last_read = time.monotonic()
                 batches = _bounded_poll(consumer)
                 generation = consumer.group_metadata().generation_id
             except Exception as exc:  # noqa: BLE001 - a broken client is rebuilt, an event
-                consumer, producer = self._crashed(consumer, producer, exc)
+                consumer, producer = self._crashed(consumer, producer, repr(exc))
                 continue
             records = [r for rs in batches.values() for r in rs]
             if not records:
+                if time.monotonic() - last_read > IDLE_S and self.owed():
+                    consumer, producer = self._crashed(consumer, producer, _idle(consumer))
                 continue
+            last_read = time.monotonic()
             usable, committed = self._copy(consumer, producer, records, generation)
             if not usable:
-                consumer, producer = self._crashed(consumer, producer, None)
+                consumer, producer = self._crashed(consumer, producer,
+                                                   "after a failed transaction")
             elif not committed:  # aborted: rewind to the batch's first offsets
                 firsts: dict[Any, int] = {}
                 for r in records:
@@ -160,12 +168,10 @@ class Pipeline:
                 self._next_incarnation("rewound after an abort")
         _close(consumer, producer)
 
-    def _crashed(self, consumer: Any, producer: Any, exc: Exception | None):
-        if exc is not None:
-            self.errors.append(repr(exc))
+    def _crashed(self, consumer: Any, producer: Any, why: str):
+        self.errors.append(why)
         self.writer.event("client-crash", process=self.process,
-                          detail=f"pipeline clients rebuilt: {exc!r}" if exc else
-                          "pipeline clients rebuilt after a failed transaction")
+                          detail=f"pipeline clients rebuilt: {why}")
         _close(consumer, producer)
         self._stop.wait(0.5)
         return None, None
@@ -213,6 +219,17 @@ class Pipeline:
         with self.lock:
             {"committed": self.copied, "info": self.maybe}.get(outcome, set()).update(sources)
         return usable, outcome == "committed"
+
+
+def _idle(consumer: Any) -> str:
+    """Why an idle pipeline is rebuilt, with what its consumer says of itself."""
+    try:
+        held = sorted(f"{tp.topic}:{tp.partition}" for tp in consumer.assignment())
+        state = consumer.group_metadata().state
+    except Exception as exc:  # noqa: BLE001 - only a diagnosis
+        held, state = [], f"unknown ({exc!r})"
+    return (f"nothing read for {IDLE_S:.0f} s while committed input records are owed "
+            f"(assignment {' '.join(held) or 'none'}, member state {state})")
 
 
 def _bounded_poll(consumer: Any) -> dict[Any, list[Any]]:

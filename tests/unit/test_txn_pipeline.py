@@ -24,8 +24,10 @@ def test_pipeline_cases_carry_both_markers_and_expect_exactly_once():
     matrix = load_matrix(MATRICES / "transactions.yaml")
     pipeline = [c for c in matrix.cases if c.workload == "txn_pipeline"]
     assert pipeline and all(c.semantics == "exactly-once" for c in pipeline)
-    assert sorted(c.workload for c in matrix.cases if "ci" in c.markers) == [
-        "txn", "txn_pipeline"]
+    assert sorted((c.workload, c.failure, c.target) for c in matrix.cases
+                  if "ci" in c.markers) == [("txn", "hard", "group-member"),
+                                            ("txn", "none", "leader"),
+                                            ("txn_pipeline", "none", "leader")]
 
 
 def test_a_pipeline_with_one_topic_is_one_matrix_line(tmp_path):
