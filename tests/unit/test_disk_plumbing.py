@@ -12,9 +12,10 @@ import pytest
 from pytest_kreplica.cluster import smalldisk
 from pytest_kreplica.cluster.base import DISK_FAILURES, ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
-from pytest_kreplica.errors import EnvironmentProblem, InputError, MatrixError
+from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import disk
 from pytest_kreplica.matrix import load_matrix
+from tests.matrix_lines import matrix_error_line
 
 
 def _case(failure):
@@ -32,13 +33,8 @@ def test_disk_fault_cases_get_a_cluster_with_small_disks():
 
 
 def test_a_disk_fault_off_the_process_backend_is_one_matrix_line(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text("scenario: replication\ndimensions:\n  backend: [docker]\n"
-                    "  failure: [disk_readonly]\n")
-    with pytest.raises(MatrixError) as err:
-        load_matrix(path)
-    text = str(err.value)
-    assert "\n" not in text and "m.yaml" in text and ".failure" in text
+    text = matrix_error_line(tmp_path, "  backend: [docker]\n  failure: [disk_readonly]\n")
+    assert ".failure" in text
     assert "needs backend process" in text and "allowed on docker" in text
 
 

@@ -15,12 +15,13 @@ import pytest
 from pytest_kreplica.cluster import config, linkproxy
 from pytest_kreplica.cluster.base import LINK_FAILURES, ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
-from pytest_kreplica.errors import EnvironmentProblem, InputError, MatrixError
+from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import linkprobe, links
 from pytest_kreplica.faults.isrwatch import IsrWatch
 from pytest_kreplica.matrix import load_matrix
 from pytest_kreplica.plugin import firstrun
 from pytest_kreplica.waits import wait_for
+from tests.matrix_lines import matrix_error_line
 
 
 @pytest.fixture
@@ -165,13 +166,8 @@ def test_first_run_builds_the_proxy_for_link_fault_cases(monkeypatch):
 
 
 def test_a_link_fault_off_the_process_backend_is_one_matrix_line(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text("scenario: replication\ndimensions:\n  backend: [docker]\n"
-                    "  failure: [one_way_partition]\n")
-    with pytest.raises(MatrixError) as err:
-        load_matrix(path)
-    text = str(err.value)
-    assert "\n" not in text and "m.yaml" in text and ".failure" in text
+    text = matrix_error_line(tmp_path, "  backend: [docker]\n  failure: [one_way_partition]\n")
+    assert ".failure" in text
     assert "needs backend process" in text and "allowed on docker" in text
 
 

@@ -12,9 +12,10 @@ from pytest_kreplica.cluster import lazymount
 from pytest_kreplica.cluster.base import POWER_FAILURES, ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.cluster.ports import process_identity
-from pytest_kreplica.errors import EnvironmentProblem, InputError, MatrixError
+from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import power
 from pytest_kreplica.matrix import load_matrix
+from tests.matrix_lines import matrix_error_line
 
 
 def _case(failure):
@@ -32,13 +33,8 @@ def test_power_loss_cases_get_a_cluster_on_lazy_filesystems():
 
 
 def test_power_loss_off_the_process_backend_is_one_matrix_line(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text("scenario: replication\ndimensions:\n  backend: [docker]\n"
-                    "  failure: [power_loss]\n")
-    with pytest.raises(MatrixError) as err:
-        load_matrix(path)
-    text = str(err.value)
-    assert "\n" not in text and "m.yaml" in text and "needs backend process" in text
+    text = matrix_error_line(tmp_path, "  backend: [docker]\n  failure: [power_loss]\n")
+    assert "needs backend process" in text
 
 
 def test_the_registry_holds_the_power_faults():

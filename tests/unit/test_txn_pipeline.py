@@ -8,13 +8,12 @@ import random
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
-from pytest_kreplica.errors import MatrixError
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import DIMENSIONS, load_matrix
 from pytest_kreplica.scenarios import txn_pipeline
 from pytest_kreplica.scenarios.workload import ProduceStats
+from tests.fake_txn import FakeProducer
+from tests.matrix_lines import matrix_error_line
 
 MATRICES = Path(__file__).parents[2] / "matrices"
 
@@ -31,49 +30,8 @@ def test_pipeline_cases_carry_both_markers_and_expect_exactly_once():
 
 
 def test_a_pipeline_with_one_topic_is_one_matrix_line(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text("scenario: replication\ndimensions:\n  workload: [txn_pipeline]\n"
-                    "  topics: [1]\n")
-    with pytest.raises(MatrixError) as err:
-        load_matrix(path)
-    text = str(err.value)
-    assert "\n" not in text and "m.yaml" in text and "topics >= 2" in text
-
-
-class _Future:
-    def __init__(self, offset):
-        self.is_done, self.exception, self.value = True, None, SimpleNamespace(offset=offset)
-
-    def succeeded(self):
-        return True
-
-
-class _Producer:
-    def __init__(self, fail=None):
-        self.fail, self.calls, self.offset, self.offsets = fail, [], 0, None
-
-    def _step(self, name):
-        self.calls.append(name)
-        if self.fail == name:
-            raise RuntimeError(f"{name} failed")
-
-    def begin_transaction(self):
-        self._step("begin")
-
-    def send(self, topic, value, partition):
-        self._step("send")
-        self.offset += 1
-        return _Future(self.offset)
-
-    def send_offsets_to_transaction(self, offsets, group):
-        self._step("offsets")
-        self.offsets = offsets
-
-    def commit_transaction(self):
-        self._step("commit")
-
-    def abort_transaction(self):
-        self._step("abort")
+    text = matrix_error_line(tmp_path, "  workload: [txn_pipeline]\n  topics: [1]\n")
+    assert "topics >= 2" in text
 
 
 class _Consumer:
@@ -103,7 +61,7 @@ def _copy(tmp_path, producer, commits):
 
 
 def test_a_committed_copy_names_its_sources_and_commits_the_positions(tmp_path):
-    producer = _Producer()
+    producer = FakeProducer()
     (usable, committed), pipe, stats, read, sends, txn = _copy(tmp_path, producer, True)
     assert usable and committed and txn["status"] == "committed"
     assert txn["offsets"] == "in:0:6 in:1:10"
@@ -116,20 +74,20 @@ def test_a_committed_copy_names_its_sources_and_commits_the_positions(tmp_path):
 
 
 def test_an_aborted_copy_owes_its_sources_still(tmp_path):
-    (usable, committed), pipe, stats, _, sends, txn = _copy(tmp_path, _Producer(), False)
+    (usable, committed), pipe, stats, _, sends, txn = _copy(tmp_path, FakeProducer(), False)
     assert usable and not committed and txn["status"] == "aborted"
     assert pipe.copied == set() and stats.acked_ids == set() and len(sends) == 3
 
 
 def test_a_failed_commit_is_indeterminate_and_rebuilds_the_clients(tmp_path):
-    (usable, committed), pipe, stats, _, _, txn = _copy(tmp_path, _Producer("commit"), True)
+    (usable, committed), pipe, stats, _, _, txn = _copy(tmp_path, FakeProducer("commit"), True)
     assert not usable and not committed and txn["status"] == "info"
     assert "commit failed" in txn["error"] and pipe.copied == set()
     assert pipe.maybe == {"P0-T4-0", "P0-T5-0", "P0-T9-1"}  # not waited for at the end
 
 
 def test_a_failed_offset_commit_aborts_the_copy(tmp_path):
-    producer = _Producer("offsets")
+    producer = FakeProducer("offsets")
     (usable, committed), _, _, _, _, txn = _copy(tmp_path, producer, True)
     assert usable and not committed and txn["status"] == "aborted"
     assert producer.calls[-1] == "abort" and "commit" not in producer.calls

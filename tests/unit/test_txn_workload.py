@@ -16,6 +16,7 @@ from pytest_kreplica.matrix import DIMENSIONS, InvalidValue
 from pytest_kreplica.scenarios import WORKLOADS
 from pytest_kreplica.scenarios import txn as workload
 from pytest_kreplica.scenarios.workload import ProduceStats
+from tests.fake_txn import FakeProducer
 
 
 def test_workload_dimension_marks_txn_cases_and_names_its_values():
@@ -31,51 +32,6 @@ def test_every_registered_workload_has_the_runner_interface():
         mod = importlib.import_module(module)
         assert callable(mod.produce) and callable(mod.Consumer), name
     assert importlib.import_module(WORKLOADS["txn"]).HISTORY_VERSION == 2
-
-
-class _Meta:
-    def __init__(self, offset):
-        self.offset = offset
-
-
-class _Future:
-    def __init__(self, offset=None, error=None, done=True):
-        self.is_done, self._offset, self.exception = done, offset, error
-        self.value = _Meta(offset)
-
-    def succeeded(self):
-        return self.is_done and self.exception is None
-
-    def get(self, timeout=None):
-        if self.exception is not None:
-            raise self.exception
-        return self.value
-
-
-class _Producer:
-    """Answers like kafka-python's transactional producer; ``fail`` names a step to raise."""
-
-    def __init__(self, fail=None):
-        self.fail, self.calls, self.offset = fail, [], 0
-
-    def _step(self, name):
-        self.calls.append(name)
-        if self.fail == name:
-            raise RuntimeError(f"{name} failed")
-
-    def begin_transaction(self):
-        self._step("begin")
-
-    def send(self, topic, value, partition):
-        self._step("send")
-        self.offset += 1
-        return _Future(self.offset)
-
-    def commit_transaction(self):
-        self._step("commit")
-
-    def abort_transaction(self):
-        self._step("abort")
 
 
 class _Case:
@@ -99,26 +55,26 @@ def _seed(commits: bool) -> int:
 
 
 def test_a_committed_transaction_records_its_sends_and_outcome(tmp_path):
-    usable, rows, txn, stats = _run(tmp_path, _Producer(), _seed(True))
+    usable, rows, txn, stats = _run(tmp_path, FakeProducer(), _seed(True))
     assert usable and txn["status"] == "committed" and txn["end_ns"] is not None
     assert rows and all(r["txn"] == "T1" and r["status"] == "ok" for r in rows)
     assert stats.acked_ids == {r["id"] for r in rows}
 
 
 def test_an_aborted_transaction_is_never_waited_for(tmp_path):
-    usable, rows, txn, stats = _run(tmp_path, _Producer(), _seed(False))
+    usable, rows, txn, stats = _run(tmp_path, FakeProducer(), _seed(False))
     assert usable and txn["status"] == "aborted" and stats.acked_ids == set()
     assert stats.failed == len(rows)
 
 
 def test_a_failed_commit_is_indeterminate_and_replaces_the_producer(tmp_path):
-    usable, rows, txn, stats = _run(tmp_path, _Producer(fail="commit"), _seed(True))
+    usable, rows, txn, stats = _run(tmp_path, FakeProducer(fail="commit"), _seed(True))
     assert not usable and txn["status"] == "info" and "commit failed" in txn["error"]
     assert stats.acked_ids == set() and stats.info == len(rows)
 
 
 def test_a_failure_before_commit_is_settled_by_an_abort(tmp_path):
-    producer = _Producer(fail="send")
+    producer = FakeProducer(fail="send")
     usable, rows, txn, _ = _run(tmp_path, producer, _seed(True))
     assert usable and txn["status"] == "aborted" and txn["end_ns"] is None
     assert producer.calls[-1] == "abort" and rows == []
@@ -128,7 +84,7 @@ class _ProduceCase(_Case):
     seed, partitions, messages = 7, 2, 40
 
 
-class _SlowProducer(_Producer):
+class _SlowProducer(FakeProducer):
     """Takes a few milliseconds per commit, as a real one does, so both producers get turns."""
 
     def commit_transaction(self):
@@ -174,7 +130,7 @@ def test_a_transactional_call_that_never_returns_is_given_up_on(monkeypatch):
     with pytest.raises(RuntimeError, match="boom"):
         workload.bounded(lambda: (_ for _ in ()).throw(RuntimeError("boom")), "commit")
 
-    class Hanging(_Producer):
+    class Hanging(FakeProducer):
         def abort_transaction(self):
             release.wait(30)
 
