@@ -1,34 +1,38 @@
-"""One long-lived thread that forks every child JVM of this process (brokers, tools, clients).
+"""One long-lived thread that forks every child of this process (brokers, tools, clients).
 
 The parent-death signal (``PR_SET_PDEATHSIG``) fires when the *forking thread* exits, so a
 short-lived thread would kill its children early: every fork goes through this one daemon
 thread. Each child runs in its own process group so a whole node can be signalled at once.
+
+The signal is set by ``setpriv(1)`` (util-linux, part of every Debian) in the child just
+before it execs the command, and a shell checks that the parent is still this process, so
+nothing runs Python between fork and exec. A ``preexec_fn`` did: CPython then deletes the
+other threads' states in the child, an object freed there whose ``__del__`` logs (py4j's
+connection) waited for a logging lock another thread held at the fork, and the launcher
+thread hung for good with every later broker start behind it.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import ctypes
 import os
-import signal
 import subprocess
 import threading
-from collections.abc import Callable
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
 FORK_TIMEOUT_S = 60
+SETPRIV = "setpriv"
+# exec the command only while the parent that asked for it is alive (else exit 1): closes the
+# window between the fork and setpriv's prctl, in which a dying parent sends no signal
+_PARENT_CHECK = '[ "$PPID" = "$0" ] || exit 1; exec "$@"'
 
-_libc = ctypes.CDLL(None, use_errno=True)
 
-
-def die_with(parent_pid: int) -> Callable[[], None]:
-    """A ``preexec_fn`` that makes the child die with ``parent_pid``'s forking thread."""
-    def preexec() -> None:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(1)
-    return preexec
+def bound_to_parent(cmd: list[str], parent_pid: int | None = None) -> list[str]:
+    """``cmd`` wrapped so that it is SIGKILLed when the forking thread of ``parent_pid``
+    (this process) exits, and never starts once that process is gone."""
+    pid = os.getpid() if parent_pid is None else parent_pid
+    return [SETPRIV, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _PARENT_CHECK, str(pid),
+            *cmd]
 
 
 class Launcher:
@@ -70,10 +74,10 @@ class Launcher:
               **kwargs: Any) -> subprocess.Popen:
         """``subprocess.Popen`` in a new session, forked by the launcher thread; with
         ``die_with_parent`` the child is SIGKILLed when this process dies."""
-        preexec = die_with(os.getpid()) if die_with_parent else None
+        argv = bound_to_parent(cmd) if die_with_parent else cmd
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._cond:
             self._jobs.append((lambda: subprocess.Popen(
-                cmd, start_new_session=True, preexec_fn=preexec, **kwargs), future))
+                argv, start_new_session=True, **kwargs), future))
             self._cond.notify()
         return future.result(timeout=FORK_TIMEOUT_S)

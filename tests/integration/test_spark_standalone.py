@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_kreplica.cluster.launcher import die_with
+from pytest_kreplica.cluster.launcher import Launcher
 from pytest_kreplica.cluster.ports import claim_ports, release_ports
 from pytest_kreplica.cluster.reaper import marked_processes, owner_env
 from pytest_kreplica.waits import wait_until
@@ -52,9 +52,8 @@ def _start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
     knows (inherited by its executors and their Python workers)."""
     marked = {**env, **owner_env(str(log.parent))}
     with open(log, "wb") as sink:
-        return subprocess.Popen([str(_spark_class()), *args], env=marked, stdout=sink,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=die_with(os.getpid()))
+        return Launcher.get().popen([str(_spark_class()), *args], env=marked, stdout=sink,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 def _stop(proc: subprocess.Popen) -> None:
