@@ -50,7 +50,8 @@ RANDOM_FAILURES = tuple(n for n, f in FAILURES.items() if f.random)  # what rand
 TARGETS = ("leader", "follower", "controller")  # roles of a node, resolved at the strike
 # components beside the cluster (MirrorMaker 2; a client process of the txn workloads),
 # never drawn at random
-COMPONENT_TARGETS = ("mirror-maker", "group-member")
+GROUP_MEMBER = "group-member"  # the first consumer-group member process of a txn workload
+COMPONENT_TARGETS = ("mirror-maker", GROUP_MEMBER)
 # nodes the case's workload names (its group's / transactions' coordinator), never random
 WORKLOAD_TARGETS = COORDINATOR_TARGETS
 # the matrix's ``target`` vocabulary

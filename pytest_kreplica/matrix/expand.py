@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MatrixError
-from ..faults.registry import FAILURES, WORKLOAD_TARGETS, failures_on
+from ..faults.registry import FAILURES, GROUP_MEMBER, WORKLOAD_TARGETS, failures_on
 from .case import Case
 from .dimensions import DIMENSIONS, FAULT_ONLY, hyphen_free
 
@@ -124,7 +124,7 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
                            f"exactly-once needs a mirrored scenario, got {scenario}; allowed: "
                            "at-least-once")
     if p["failure"] != "none" and p["workload"] == "plain" and (
-            p["target"] in WORKLOAD_TARGETS or p["target"] == "group-member"):
+            p["target"] in WORKLOAD_TARGETS or p["target"] == GROUP_MEMBER):
         raise matrix_error(path, f"{where}.target",
                            f"{p['target']} needs a workload with a consumer group and "
                            "transactions (workload: txn or txn_pipeline), got plain; allowed: "

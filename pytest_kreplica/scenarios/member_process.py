@@ -39,7 +39,7 @@ class MemberProcess:
     def __init__(self, topics: list[str], group: str, bootstrap: Callable[[], str],
                  writer: Any, process: int):
         self.topics, self.group, self.bootstrap = topics, group, bootstrap
-        self.writer, self.base = writer, process
+        self.writer = writer
         self.process = process - INCARNATION_STEP
         self.seen: set[str] = set()
         self.polled = 0

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..faults import Component
+from ..faults.registry import GROUP_MEMBER
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
@@ -40,7 +41,6 @@ from .workload import (
 from .workload import Consumer as PlainConsumer
 
 HISTORY_VERSION = 2
-GROUP_MEMBER = "group-member"  # the nemesis target of a member process
 PRODUCER_PROCESSES, GROUP_PROCESSES, OBSERVER_PROCESS = (0, 3), (1, 2), 9
 COMMIT_SHARE = 0.75
 MAX_RECORDS = 4
