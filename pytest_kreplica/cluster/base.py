@@ -32,6 +32,8 @@ CLOCK_FAILURES = ("clock_skew", "clock_skew_back", "clock_strobe")
 DISK_FAILURES = ("disk_full", "disk_readonly")
 # ... and those that need each node's log dir on a lazy FUSE filesystem (faults/power.py)
 POWER_FAILURES = ("power_loss", "power_loss_all")
+# ... and those that need a dynamic KRaft quorum, whose voters can change (faults/quorum.py)
+QUORUM_FAILURES = ("controller_membership",)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class ClusterSpec:
     disks: bool = False
     # each node's log dir on a FUSE filesystem that can drop un-fsynced writes (lazymount.py)
     lazy: bool = False
+    # a dynamic KRaft quorum (controller.quorum.bootstrap.servers): voters can be removed
+    # and added at run time (controller_membership)
+    dynamic_quorum: bool = False
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)

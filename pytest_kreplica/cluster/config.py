@@ -75,15 +75,27 @@ def quorum_voters(nodes: Iterable[NodeAddress]) -> str:
                     for n in nodes)
 
 
+def dynamic_quorum(nodes: Iterable[NodeAddress]) -> tuple[str, str]:
+    """A dynamic quorum of every node (KIP-853): ``controller.quorum.bootstrap.servers``
+    and the format tool's ``--initial-controllers`` (each voter with a new directory id)."""
+    nodes = list(nodes)
+    bootstrap = ",".join(f"{n.advertised_host or n.host}:{n.controller_port}" for n in nodes)
+    initial = ",".join(f"{n.node_id}@{n.advertised_host or n.host}:{n.controller_port}:"
+                       f"{new_cluster_id()}" for n in nodes)
+    return bootstrap, initial
+
+
 def server_properties(node: NodeAddress, voters: str, log_dir: str, brokers: int,
                       extra: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-                      tuned: bool = True) -> dict[str, str]:
-    """All settings of one node; ``extra`` (a spec's broker_config) wins over defaults."""
+                      tuned: bool = True, dynamic: bool = False) -> dict[str, str]:
+    """All settings of one node; ``extra`` (a spec's broker_config) wins over defaults.
+    ``dynamic``: ``voters`` are a dynamic quorum's bootstrap servers."""
     replication = str(min(3, brokers))
     props = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
-        "controller.quorum.voters": voters,
+        ("controller.quorum.bootstrap.servers" if dynamic
+         else "controller.quorum.voters"): voters,
         "listeners": f"PLAINTEXT://{node.host}:{node.port},"
                      f"CONTROLLER://{node.host}:{node.controller_port}",
         "advertised.listeners": f"PLAINTEXT://{node.advertised_host or node.host}:"

@@ -30,6 +30,7 @@ from .. import once
 from ..cache import cache_dir
 from ..errors import ClusterError, EnvironmentProblem, InputError
 from . import maven
+from .launcher import Launcher
 
 GROUP = "org.apache.kafka"
 # every artifact the suite needs; the default version is the newest that has all of them
@@ -366,13 +367,18 @@ def run_tool(version: str | None, main_class: str, *args: str, what: str,
     dist = resolve(version, ("broker", "tools"))
     cmd = [c for c in dist.command(main_class, *args, component="tools")
            if not c.startswith("-Xm")]
+    # forked by the launcher: the tool's JVM dies with this process, even a SIGKILLed one
+    proc = Launcher.get().popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         raise ClusterError(f"{what} did not finish within {timeout:.0f} s (expected exit "
                            f"0)") from None
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        tail = (err or out).strip().splitlines()[-3:]
         raise ClusterError(f"{what} exited {proc.returncode} (expected 0): "
                            f"{' | '.join(tail)}")
-    return proc.stdout
+    return out

@@ -13,9 +13,7 @@ session), never those of a live owner (other sessions run beside this one). The 
 carry the process backend's owner marker, so its reaper kills them as it kills orphan JVMs.
 
 Faults: terminate (SIGTERM, SIGKILL at the deadline), kill (SIGKILL), pause / resume (the
-cgroup freezer), restart, and partition / heal: iptables DROP rules in a chain of the
-node's own network namespace (the container has NET_ADMIN), so the broker keeps running and
-only its links go.
+cgroup freezer), restart, and partition / heal (``docker_partition``).
 """
 
 from __future__ import annotations
@@ -31,13 +29,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ClusterError, InputError, NodeError
+from ..errors import NodeError
 from ..waits import tail
-from . import config, distribution, ports, reaper
+from . import config, distribution, faketime, ports, reaper
 from .admin import AdminCluster
 from .base import ClusterSpec, Node, NodeState
 from .docker_image import engine, ensure_image
 from .docker_owner import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, sweep
+from .docker_partition import IptablesPartitions
 
 if TYPE_CHECKING:
     import docker
@@ -46,12 +45,12 @@ INTERNAL_PORT = 9092
 CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 19092
 MOUNT = "/kreplica"  # node dir inside the container: node.sh, configs, data/, server.log
-CHAIN = "KREPLICA"  # iptables chain holding a node's partition rules
+FAKETIME_MOUNT = "/kreplica-faketime"  # the host's libfaketime directory (clock faults)
 
 _STATES = {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}
 
 
-class DockerCluster(AdminCluster):
+class DockerCluster(IptablesPartitions, AdminCluster):
     """Kafka nodes as Docker containers behind the Cluster API."""
 
     def __init__(self, spec: ClusterSpec, workdir: Path):
@@ -72,6 +71,7 @@ class DockerCluster(AdminCluster):
         self._lock = threading.RLock()  # AdminCluster's cached admin client
         self._admin_client = None
         self._admin_key: str | None = None
+        self.clocks: faketime.Clocks | None = None  # spec.clock: libfaketime preloaded
 
     # -- engine and names ----------------------------------------------------------------
     @property
@@ -167,6 +167,7 @@ class DockerCluster(AdminCluster):
                                     controller_port=CONTROLLER_PORT,
                                     log_dir=node_dir / "data",
                                     log_file=node_dir / "server.log"))
+        self.clocks = faketime.for_cluster(self.spec, self._nodes)  # offset files at +0
         for node in self._nodes:
             self._write_node_files(node)
             self._containers[node.node_id] = self._create_container(node)
@@ -221,8 +222,12 @@ class DockerCluster(AdminCluster):
                 "KREPLICA_JVM_OPTS": shlex.join([*flags, *owner]),
                 "KREPLICA_TOOL_OPTS": shlex.join(flags),
                 "HOME": "/tmp",
+                **(self.clocks.container_env(FAKETIME_MOUNT, MOUNT) if self.clocks else {}),
             },
-            volumes={str(node.log_dir.parent): {"bind": MOUNT, "mode": "rw"}},
+            volumes={str(node.log_dir.parent): {"bind": MOUNT, "mode": "rw"},
+                     **({str(self.clocks.library.parent): {"bind": FAKETIME_MOUNT,
+                                                           "mode": "ro"}}
+                        if self.clocks else {})},
             ports={f"{EXTERNAL_PORT}/tcp": ("127.0.0.1", node.port)},
             network=self._network.name,
             cap_add=["NET_ADMIN"],
@@ -240,6 +245,9 @@ class DockerCluster(AdminCluster):
             raise NodeError(f"container {self.container_name(node_id)} of node {node_id} did "
                             f"not start: {exc.explanation or exc}; server log {node.log_file}",
                             node_id, str(node.log_file)) from exc
+        container = self._containers[node_id]
+        container.reload()  # PID 1 execs the JVM: its host pid is the container's
+        self.node(node_id).pid = container.attrs["State"]["Pid"] or None
 
     def _check_alive(self, node_ids: list[int] | None = None) -> None:
         """Raise ``NodeError`` with the log tail when a container exited unasked."""
@@ -339,54 +347,3 @@ class DockerCluster(AdminCluster):
             self._start_container(node_id)
             self._invalidate_admin()
         self._wait_registered(node_id, timeout)
-
-    def partition(self, node_id: int, from_clients: bool = False) -> None:
-        """Cut ``node_id`` off from every other node (and from clients when asked) with
-        DROP rules inside its network namespace; the broker keeps running."""
-        peers = [self._ip(other) for other in self._containers if other != node_id]
-        rules = [f"iptables -A {CHAIN} -s {ip} -j DROP && iptables -A {CHAIN} -d {ip} -j DROP"
-                 for ip in peers]
-        if from_clients:  # everything but loopback: the host's clients come via the gateway
-            rules = [f"iptables -A {CHAIN} ! -i lo -j DROP", f"iptables -A {CHAIN} ! -o lo -j DROP"]
-        script = (f"iptables -N {CHAIN} 2>/dev/null; iptables -F {CHAIN} && "
-                  f"(iptables -C INPUT -j {CHAIN} 2>/dev/null || iptables -I INPUT -j {CHAIN}) && "
-                  f"(iptables -C OUTPUT -j {CHAIN} 2>/dev/null || iptables -I OUTPUT -j {CHAIN})"
-                  + "".join(f" && {rule}" for rule in rules))
-        self._exec_root(node_id, script)
-        self._partitioned[node_id] = from_clients
-        self._invalidate_admin()
-
-    def heal(self, node_id: int | None = None, timeout: float = 60.0) -> None:
-        """With ``node_id``: remove that node's partition rules (a no-op when it has none).
-        Without: every fault undone, links included, then the health gate."""
-        if node_id is None:
-            for cut in list(self._partitioned):
-                self.heal(cut)
-            super().heal(None, timeout)
-            return
-        if node_id in self._partitioned:
-            self._exec_root(node_id, f"iptables -F {CHAIN}")
-            self._partitioned.pop(node_id, None)
-            self._invalidate_admin()
-
-    def partitioned(self) -> dict[int, bool]:
-        """Nodes cut off now (node id -> also cut from clients)."""
-        return dict(self._partitioned)
-
-    def _ip(self, node_id: int) -> str:
-        container = self._container(node_id)
-        container.reload()
-        return container.attrs["NetworkSettings"]["Networks"][self.name]["IPAddress"]
-
-    def _exec_root(self, node_id: int, script: str) -> None:
-        container = self._container(node_id)
-        if self.node_state(node_id) is not NodeState.RUNNING:
-            raise InputError(f"cannot change the network of node {node_id}: it is "
-                             f"{self.node_state(node_id).value}, not running")
-        code, output = container.exec_run(["sh", "-c", script], user="0:0")
-        if code != 0:
-            text = output.decode(errors="replace").strip()
-            hint = ("; the image needs iptables (the kreplica image has it: unset "
-                    "KREPLICA_DOCKER_IMAGE)" if "not found" in text else "")
-            raise ClusterError(f"iptables in container {container.name} failed "
-                               f"(exit {code}): {text}{hint}")

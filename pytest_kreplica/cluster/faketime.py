@@ -141,10 +141,12 @@ class Clocks:
     def env(self, node: int) -> dict[str, str]:
         """The node JVM's environment: this process's plus the preload."""
         preload = " ".join(p for p in (str(self.library), os.environ.get("LD_PRELOAD")) if p)
-        return {**os.environ, "LD_PRELOAD": preload,
-                "FAKETIME_TIMESTAMP_FILE": str(self.offset_file(node)),
-                "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-                "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
+        return {**os.environ, **preload_env(preload, str(self.offset_file(node)))}
+
+    def container_env(self, library_dir: str, home: str) -> dict[str, str]:
+        """The preload of a node in a container that has the library's directory at
+        ``library_dir`` and its home (the offset file's directory) at ``home``."""
+        return preload_env(f"{library_dir}/{self.library.name}", f"{home}/{OFFSET_FILE}")
 
     def loaded(self, pid: int) -> bool:
         """Whether the process ``pid`` has the library mapped (the preload took)."""
@@ -161,6 +163,13 @@ class Clocks:
         """For run.json: the library and each node's offset now."""
         return {"library": str(self.library),
                 "offsets_s": {str(n): self.offset(n) for n in sorted(self.homes)}}
+
+
+def preload_env(preload: str, offset_file: str) -> dict[str, str]:
+    """libfaketime's settings for a JVM (module docstring)."""
+    return {"LD_PRELOAD": preload, "FAKETIME_TIMESTAMP_FILE": offset_file,
+            "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
 
 
 def for_cluster(spec: ClusterSpec, nodes: Iterable[Node]) -> Clocks | None:

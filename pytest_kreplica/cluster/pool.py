@@ -22,6 +22,7 @@ from .base import (
     DISK_FAILURES,
     LINK_FAILURES,
     POWER_FAILURES,
+    QUORUM_FAILURES,
     Cluster,
     ClusterSpec,
 )
@@ -42,7 +43,8 @@ def cluster_spec(case: Case) -> ClusterSpec:
                        links=getattr(case, "failure", None) in LINK_FAILURES,
                        clock=getattr(case, "failure", None) in CLOCK_FAILURES,
                        disks=getattr(case, "failure", None) in DISK_FAILURES,
-                       lazy=getattr(case, "failure", None) in POWER_FAILURES)
+                       lazy=getattr(case, "failure", None) in POWER_FAILURES,
+                       dynamic_quorum=getattr(case, "failure", None) in QUORUM_FAILURES)
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -54,6 +56,7 @@ def spec_key(spec: ClusterSpec) -> str:
     clock = "-clock" if getattr(spec, "clock", False) else ""
     disks = "-disks" if getattr(spec, "disks", False) else ""
     disks += "-lazy" if getattr(spec, "lazy", False) else ""
+    disks += "-dynquorum" if getattr(spec, "dynamic_quorum", False) else ""
     return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}{clock}{disks}"
 
 

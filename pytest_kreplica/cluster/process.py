@@ -12,7 +12,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -26,6 +25,7 @@ from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
 from . import distribution, faketime, lazymount, linkproxy, prepared, reaper, smalldisk
+from . import formatting as kformat
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, poll_until
 from .base import ClusterSpec, Node, NodeState
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
-FORMAT_TIMEOUT_S = 120.0
 KILL_WAIT_S = 15.0
 QUORUMLESS_GRACE_S = 5.0  # Raft's own shutdown wait is 5 s
 
@@ -69,6 +68,7 @@ class ProcessCluster(AdminCluster):
         self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
         self.clocks: faketime.Clocks | None = None  # spec.clock: the preloaded clocks
         self.disks: smalldisk.SmallDisks | lazymount.LazyDisks | None = None  # disks / lazy
+        self._initial_controllers: str | None = None  # spec.dynamic_quorum: the voters
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -112,8 +112,12 @@ class ProcessCluster(AdminCluster):
             self._prepare()
             self.timings["prepare"] = time.monotonic() - t0
             t1 = time.monotonic()
-            if not (self.fast_format and self._format_from_template()):
-                self._format_all()
+            assert self.cluster_id is not None
+            if not (self.fast_format and kformat.from_template(
+                    self.dist, self.spec, self.cluster_id, self._nodes)):
+                kformat.with_tool(lambda main, args: self._jvm_command(None, main, *args),
+                                     self._popen, self._kill_proc, self.cluster_id,
+                                     self._nodes, self._initial_controllers)
             if self.disks is not None:  # durable, as a format done long before a fault is
                 self.disks.sync()
             self.timings["format"] = time.monotonic() - t1
@@ -141,13 +145,16 @@ class ProcessCluster(AdminCluster):
                      for i in range(n)]
         self.links = linkproxy.start_for(self.workdir, HOST, addresses) if self.spec.links else None
         voters = self.links.voters() if self.links else kconfig.quorum_voters(addresses)
+        if self.spec.dynamic_quorum:  # voters named at format time, changed at run time
+            voters, self._initial_controllers = kconfig.dynamic_quorum(addresses)
         self.cluster_id = kconfig.new_cluster_id()
         for addr in addresses:
             home = self.workdir / f"node-{addr.node_id}"
             data = home / "data"
             data.mkdir(parents=True, exist_ok=True)
             props = kconfig.server_properties(addr, voters, str(data), n,
-                                              self.spec.broker_config, tuned=self.tuned)
+                                              self.spec.broker_config, tuned=self.tuned,
+                                              dynamic=self.spec.dynamic_quorum)
             props = linkproxy.routed(self.links, addr.node_id, props)
             (home / "server.properties").write_text(kconfig.render_properties(props))
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
@@ -172,48 +179,6 @@ class ProcessCluster(AdminCluster):
             return Launcher.get().popen(cmd, die_with_parent=not self.detached, env=env,
                                          stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=str(log_path.parent))
-
-    def _format_from_template(self) -> bool:
-        """Format every node by copying the version's bootstrap checkpoint (made once by the
-        real StorageTool) and writing ``meta.properties``: what ``format`` writes, without a
-        JVM per node. False when no template can be had (then the real tool runs)."""
-        assert self.dist is not None and self.cluster_id is not None
-        if any(k.startswith("unstable.") for k, _ in self.spec.broker_config):
-            return False  # unstable feature flags change what format writes
-        template = prepared.ensure_format_template(self.dist)
-        if template is None:
-            return False
-        for node in self._nodes:
-            shutil.copyfile(template, node.log_dir / template.name)
-            (node.log_dir / "meta.properties").write_text(
-                f"version=1\ncluster.id={self.cluster_id}\nnode.id={node.node_id}\n"
-                f"directory.id={kconfig.new_cluster_id()}\n")
-        return True
-
-    def _format_all(self) -> None:
-        """Format every node's storage in parallel (StorageTool, same class in 3.9 and 4.x)."""
-        assert self.cluster_id is not None
-        procs = []
-        for node in self._nodes:
-            home = node.log_file.parent
-            cmd = self._jvm_command(None, "kafka.tools.StorageTool", "format", "-t",
-                                    self.cluster_id, "-c", str(home / "server.properties"),
-                                    "--ignore-formatted")
-            cmd = [c for c in cmd if not c.startswith("-Xm")]  # small tool: default heap
-            procs.append((node, home / "format.log", self._popen(cmd, home / "format.log")))
-        failures = []
-        deadline = time.monotonic() + FORMAT_TIMEOUT_S
-        for node, log_path, proc in procs:
-            try:
-                code = proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self._kill_proc(proc)
-                code = "timeout"
-            if code != 0:
-                failures.append(f"node {node.node_id} (exit {code}, log {log_path})")
-        if failures:
-            raise ClusterError("formatting storage failed (expected exit 0) for "
-                               + "; ".join(failures))
 
     def _launch(self, node: Node) -> None:
         with open(node.log_file, "ab") as out:

@@ -1,5 +1,7 @@
 """Clock skew (issue 16, part 2): a node's wall clock bumped forward, bumped back, or strobed,
-through the libfaketime its JVM was started with (``cluster/faketime.py``).
+through the libfaketime its JVM was started with (``cluster/faketime.py``; on the docker
+backend the host's library is mounted into the node's container and preloaded there, and the
+offset file lies in the node's mounted directory).
 
 Only ``System.currentTimeMillis`` moves (the monotonic clock stays true, as libfaketime's
 README prescribes for a JVM), which is what Kafka uses for log append times, segment and
@@ -78,7 +80,8 @@ def clocks_of(cluster: Any, failure: str) -> Clocks:
     clocks = getattr(cluster, "clocks", None)
     if clocks is None:
         raise InputError(f"failure {failure} needs a cluster whose nodes run under "
-                         "libfaketime (process backend, ClusterSpec(clock=True)); this one "
+                         "libfaketime (process or docker backend, ClusterSpec(clock=True)); "
+                         "this one "
                          "has none")
     return clocks
 
@@ -136,7 +139,8 @@ def restore(cluster: Any, node: int, failure: str, timeout: float = ACT_TIMEOUT_
 def _failure(fault: ClockFault, colour: str, label: str) -> Failure:
     """The registry's entry: a degrading fault (``failure.degrading``) (a
     leader's clock jumping ahead makes its followers look out of sync)."""
-    return degrading(fault.name, fault.doc, "clock-reset", colour, label, strike, restore)
+    return degrading(fault.name, fault.doc, "clock-reset", colour, label, strike, restore,
+                     backends=("process", "docker"))
 
 
 # the FAILURES registry's entries (faults/registry.py: one line)

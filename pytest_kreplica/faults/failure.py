@@ -66,13 +66,14 @@ def restart_node(cluster: Cluster, node: int, timeout: float) -> None:
 
 def degrading(name: str, doc: str, restore_event: str, colour: str, label: str,
               strike: Callable[[Cluster, int, str], str],
-              restore: Callable[[Cluster, int, str, float], str]) -> Failure:
-    """A fault that degrades a node which runs on (links, clock): process backend only, the
-    victim may keep leading and acknowledges until it is back in sync, never drawn by
-    ``random``, its ISR watched. ``strike`` / ``restore`` take the failure's name."""
+              restore: Callable[[Cluster, int, str, float], str],
+              backends: tuple[str, ...] = ("process",)) -> Failure:
+    """A fault that degrades a node which runs on (links, clock): the victim may keep
+    leading and acknowledges until it is back in sync, never drawn by ``random``, its ISR
+    watched. ``strike`` / ``restore`` take the failure's name."""
     return Failure(
         name=name, doc=doc, event=name, restore_event=restore_event, colour=colour,
-        label=label, backends=("process",), moves_leadership=False,
+        label=label, backends=backends, moves_leadership=False,
         leader_gone=GONE_AT_RECOVERY, random=False,
         strike=lambda cluster, node: strike(cluster, node, name),
         restore=lambda cluster, node, timeout: restore(cluster, node, name, timeout),

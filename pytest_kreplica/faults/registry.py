@@ -16,6 +16,7 @@ from . import (
     partition,
     power,
     preferred,
+    quorum,
     reassign,
     soft,
 )
@@ -40,6 +41,7 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     preferred.FAILURE,
     join.FAILURE,
     decommission.FAILURE,
+    quorum.FAILURE,
 )}
 
 NONE = "none"  # the matrix value for a case without a nemesis

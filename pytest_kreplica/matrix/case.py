@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         messages: int
         message_bytes: int
         workload: str
+        isolation: str | None
         kafka_version: str | None
         target_kafka_version: str | None
         replication_policy: str

@@ -187,6 +187,13 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
                   "(history version 2); txn_pipeline = txn plus an exactly-once "
                   "read-process-write pipeline copying the other topics into the last "
                   "(topics >= 2)", type="str"),
+    Dimension("isolation", _choice("read_committed", "read_uncommitted"), None,
+              lambda v: {None: "isodefault", "read_committed": "rc",
+                         "read_uncommitted": "ru"}[v],
+              lambda v: [f"isolation_{v}"] if v else [], ("read_committed", "read_uncommitted"),
+              doc="isolation.level of a txn workload's consumer group (default read_committed;"
+                  " read_uncommitted, Kafka's consumer default, shows what such readers see "
+                  "of aborted and open transactions)", type="str | None"),
     Dimension("kafka_version", _kafka_version, None,
               lambda v: "kdefault" if v is None else f"k{v}", _kafka_markers,
               (None, "3.9.0"), doc="default = newest 4.x with every artifact published",

@@ -113,6 +113,11 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise matrix_error(path, f"{where}.topics",
                            f"workload txn_pipeline needs topics >= 2 (the pipeline copies "
                            f"the others into the last), got {p['topics']}; allowed: 2 or more")
+    if p["isolation"] is not None and p["workload"] != "txn":
+        raise matrix_error(path, f"{where}.isolation",
+                           f"{p['isolation']} sets the isolation of a txn workload's consumer "
+                           f"group, got workload {p['workload']}; allowed: workload txn, or "
+                           "no isolation")
     if p["mirror_semantics"] == "exactly-once" and not p["idempotence"]:
         raise matrix_error(path, f"{where}.mirror_semantics",
                            "exactly-once needs idempotence true (a retried send to the source "

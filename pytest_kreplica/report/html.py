@@ -212,7 +212,8 @@ def render_report(run_dir: str | Path) -> str:
                           **{name: counts.get(name, 0) for name in
                              ("aborted_read", "precommitted_read", "lost_committed",
                               "torn_transaction", "copied_twice", "uncopied", "not_copied",
-                              "read_cycle", "write_cycle", "mixed_cycle")}},
+                              "read_cycle", "write_cycle", "mixed_cycle",
+                              "ru_aborted_read", "ru_precommitted_read")}},
                         highlight=("aborted_read", "precommitted_read", "lost_committed",
                                    "torn_transaction", "copied_twice", "uncopied",
                                    "not_copied", "read_cycle")))

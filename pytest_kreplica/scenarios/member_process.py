@@ -25,7 +25,8 @@ from typing import Any
 
 from ..cluster.base import NodeState
 from ..cluster.launcher import Launcher
-from .txn_group import GroupReader
+from ..history import ISOLATION_LEVELS
+from .txn_group import RC, GroupReader
 
 INCARNATION_STEP = 100
 STOP_TIMEOUT_S = 15.0
@@ -37,8 +38,9 @@ class MemberProcess:
     ``start``, ``pid``, ``state``)."""
 
     def __init__(self, topics: list[str], group: str, bootstrap: Callable[[], str],
-                 writer: Any, process: int):
+                 writer: Any, process: int, isolation: str = RC):
         self.topics, self.group, self.bootstrap = topics, group, bootstrap
+        self.isolation = isolation
         self.writer = writer
         self.process = process - INCARNATION_STEP
         self.seen: set[str] = set()
@@ -70,7 +72,7 @@ class MemberProcess:
         self.process += INCARNATION_STEP
         cmd = [sys.executable, "-m", __name__, "--bootstrap", self.bootstrap(),
                "--group", self.group, "--topics", ",".join(self.topics),
-               "--process", str(self.process)]
+               "--process", str(self.process), "--isolation", self.isolation]
         log = subprocess.DEVNULL
         if self._log_dir is not None:
             self._log_dir.mkdir(parents=True, exist_ok=True)
@@ -179,11 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", required=True)
     parser.add_argument("--topics", required=True)
     parser.add_argument("--process", type=int, required=True)
+    parser.add_argument("--isolation", choices=ISOLATION_LEVELS, default=RC)
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     reader = GroupReader(args.topics.split(","), args.group, lambda: args.bootstrap,
-                         _LineWriter(), args.process).start()
+                         _LineWriter(), args.process, args.isolation).start()
     while reader.alive() and not stop.wait(0.5):
         pass
     reader.stop(STOP_TIMEOUT_S - 5)

@@ -112,7 +112,7 @@ class Flow:
     source: Cluster
     target: Cluster | None = None
     read_names: dict[str, str] | None = None
-    isolation_level: str = "read_uncommitted"
+    isolation_level: str | None = None  # None: the case's isolation, else the workload's own
 
     @property
     def mirrored(self) -> bool:
@@ -295,9 +295,10 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
             step(ctx)
     reader, read_topics = flow.reader(), flow.read_topics(topics)
     workload = _workload(case)
-    consumer: Consumer = workload.Consumer(read_topics, case.partitions,
-                                           reader.live_bootstrap_servers, read_writer,
-                                           isolation_level=flow.isolation_level)
+    isolation = flow.isolation_level or case.isolation
+    consumer: Consumer = workload.Consumer(
+        read_topics, case.partitions, reader.live_bootstrap_servers, read_writer,
+        **({"isolation_level": isolation} if isolation else {}))
     ctx.stats, ctx.consumer = ProduceStats(), consumer
     if hasattr(consumer, "components"):  # client processes the nemesis may fail
         ctx.components.update(consumer.components())

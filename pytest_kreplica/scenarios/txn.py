@@ -266,8 +266,8 @@ class Consumer:
     def __init__(self, topics: Sequence[str], partitions: int, bootstrap: Callable[[], str],
                  writer: RunWriter, isolation_level: str = "read_committed"):
         group = group_id(topics)
-        self.members = [MemberProcess(list(topics), group, bootstrap, writer, p)
-                        for p in GROUP_PROCESSES]
+        self.members = [MemberProcess(list(topics), group, bootstrap, writer, p,
+                                      isolation_level) for p in GROUP_PROCESSES]
         self.observer = PlainConsumer(topics, partitions, bootstrap, _Labelled(writer),
                                       process=OBSERVER_PROCESS,
                                       isolation_level="read_uncommitted")

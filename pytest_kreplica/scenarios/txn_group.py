@@ -1,4 +1,4 @@
-"""A read_committed member of a consumer group for the ``txn`` workload (issue 17).
+"""A (read_committed) member of a consumer group for the ``txn`` workload (issue 17).
 
 It ``subscribe``s (the group coordinator assigns partitions, rebalances move them), records
 every poll with its isolation level and the group generation, and every rebalance as an
@@ -25,8 +25,9 @@ class GroupReader:
     """One group member (``process``) reading ``topics`` in a thread until ``stop``."""
 
     def __init__(self, topics: list[str], group: str, bootstrap: Callable[[], str],
-                 writer: RunWriter, process: int):
+                 writer: RunWriter, process: int, isolation: str = RC):
         self.topics, self.group, self.bootstrap = topics, group, bootstrap
+        self.isolation = isolation  # read_uncommitted only to show what such readers see
         self.writer, self.process = writer, process
         self.seen: set[str] = set()
         self.polled = 0
@@ -57,7 +58,7 @@ class GroupReader:
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap().split(","),
             client_id=f"kreplica-group-{self.process}", group_id=self.group,
-            enable_auto_commit=False, auto_offset_reset="earliest", isolation_level=RC,
+            enable_auto_commit=False, auto_offset_reset="earliest", isolation_level=self.isolation,
             request_timeout_ms=REQUEST_TIMEOUT_MS, session_timeout_ms=10_000,
             heartbeat_interval_ms=1_000, max_poll_interval_ms=60_000, fetch_max_wait_ms=100,
             reconnect_backoff_max_ms=1000, max_poll_records=500)
@@ -119,7 +120,7 @@ class GroupReader:
                     message_id = record_id(record.value)
                     self.writer.poll(self.process, poll_no, tp.topic, tp.partition,
                                      record.offset, message_id, returned, index,
-                                     isolation=RC, generation=generation)
+                                     isolation=self.isolation, generation=generation)
                     self._positions[tp] = record.offset + 1
                     ids.append(message_id)
                     index += 1

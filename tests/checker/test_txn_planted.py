@@ -12,7 +12,7 @@ ALO, EO, AMO = "at-least-once", "exactly-once", "at-most-once"
 EVERY = {ALO, EO, AMO}
 TXN_NAMES = {"aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
              "copied_twice", "uncopied", "not_copied", "write_cycle", "read_cycle",
-             "mixed_cycle"}
+             "mixed_cycle", "ru_aborted_read", "ru_precommitted_read"}
 
 
 class Txn:
@@ -70,9 +70,21 @@ def clean_with_aborts_and_an_observer(t):
     t.txn("T3", [("m2", 0, 4), ("m3", 1, 4)])
     # the read_uncommitted observer sees the aborted records: legitimate, and its reads do
     # not make the aborted offsets "known" to the read_committed consumer's skip rule
-    t.read(9, 0, [(0, "m0"), (2, "a0"), (4, "m2")], isolation="read_uncommitted")
+    t.read(9, 0, [(0, "m0"), (2, "a0"), (4, "m2")], isolation="read_uncommitted",
+           generation=None)
     t.read(1, 0, [(0, "m0"), (4, "m2")]).read(1, 1, [(0, "m1"), (4, "m3")])
     return {}, set()
+
+
+def read_uncommitted_group_member(t):
+    """The weaker setting: a group member reading read_uncommitted (Kafka's consumer
+    default) sees an aborted record and one before its commit. Both are reported, neither
+    breaks the run, and its reads count for the version 1 rules (nothing lost)."""
+    t.txn("T1", [("m0", 0, 0)])
+    t.txn("T2", [("a0", 0, 1)], "aborted")
+    t.read(1, 0, [(0, "m0"), (1, "a0"), (3, "m1")], isolation="read_uncommitted")
+    t.txn("T3", [("m1", 0, 3)])
+    return {"ru_aborted_read": 1, "ru_precommitted_read": 1}, set()
 
 
 def aborted_read(t):
@@ -246,8 +258,8 @@ def a_pipeline_that_copied_everything(t):
     return {}, set()
 
 
-CASES = [clean_with_aborts_and_an_observer, aborted_read, precommitted_read, lost_committed,
-         torn_transaction, no_tear_across_an_owner_change,
+CASES = [clean_with_aborts_and_an_observer, read_uncommitted_group_member, aborted_read,
+         precommitted_read, lost_committed, torn_transaction, no_tear_across_an_owner_change,
          skip_across_a_rebalance_that_kept_the_partition, indeterminate_txn_unread_is_not_lost,
          write_cycle, back_edge_without_a_cycle, read_cycle, mixed_cycle,
          pipeline_copies_once, copied_twice, uncopied, not_copied,

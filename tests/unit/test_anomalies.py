@@ -40,11 +40,12 @@ for _name, _semantics in TXN_BREAK.items():
 
 
 def test_registry_encodes_the_contract():
-    assert len(NAMES) == len(ANOMALY_TABLE) == 20  # no name twice
+    assert len(NAMES) == len(ANOMALY_TABLE) == 22  # no name twice
     assert {s: set(v) for s, v in INVALIDATING.items()} == CONTRACT
     assert set(SEMANTICS) == set(INVALIDATING)
     reported_only = {a.name for a in ANOMALY_TABLE if not a.invalidating}
-    assert reported_only == {"nonmonotonic_sends", "recovered", "write_cycle", "mixed_cycle"}
+    assert reported_only == {"nonmonotonic_sends", "recovered", "write_cycle", "mixed_cycle",
+                             "ru_aborted_read", "ru_precommitted_read"}
     assert all(a.meaning and a.label and a.counted_per in ("id", "offset", "pair", "transaction",
                                                            "cycle")
                for a in ANOMALY_TABLE)

@@ -23,10 +23,21 @@ def test_pipeline_cases_carry_both_markers_and_expect_exactly_once():
     matrix = load_matrix(MATRICES / "transactions.yaml")
     pipeline = [c for c in matrix.cases if c.workload == "txn_pipeline"]
     assert pipeline and all(c.semantics == "exactly-once" for c in pipeline)
-    assert sorted((c.workload, c.failure, c.target) for c in matrix.cases
-                  if "ci" in c.markers) == [("txn", "hard", "group-member"),
-                                            ("txn", "none", "leader"),
-                                            ("txn_pipeline", "none", "leader")]
+    assert sorted((c.workload, c.failure, c.target, c.isolation or "") for c in matrix.cases
+                  if "ci" in c.markers) == [("txn", "hard", "group-member", ""),
+                                            ("txn", "none", "leader", ""),
+                                            ("txn", "none", "leader", "read_uncommitted"),
+                                            ("txn_pipeline", "none", "leader", "")]
+
+
+def test_the_weaker_isolation_is_a_txn_group_setting_only(tmp_path):
+    matrix = load_matrix(MATRICES / "transactions.yaml")
+    weak = [c for c in matrix.cases if c.isolation == "read_uncommitted"]
+    assert weak and all(c.workload == "txn" and "isolation_read_uncommitted" in c.markers
+                        for c in weak)
+    text = matrix_error_line(tmp_path, "  workload: [txn_pipeline]\n  topics: [2]\n"
+                                       "  isolation: [read_uncommitted]\n")
+    assert "isolation" in text and "allowed: workload txn" in text
 
 
 def test_a_pipeline_with_one_topic_is_one_matrix_line(tmp_path):

@@ -6,8 +6,8 @@ a ``txn`` column to sends, ``isolation`` / ``generation`` to polls. Two things h
 * ``v1_view``: what the version 1 rules should judge. Sends of an aborted transaction are
   not acknowledged writes (dropped, and so are read_committed polls of them: those are
   ``aborted_read``); sends of an indeterminate transaction are indeterminate; only
-  read_committed (or unlabelled) polls count as the consumers' reads: the read_uncommitted
-  observer legitimately sees uncommitted and aborted records.
+  read_committed (or unlabelled) polls and a group member's count as the consumers' reads:
+  the read_uncommitted observer (no group) legitimately sees uncommitted and aborted records.
 * ``build`` / ``count`` / ``examples``: the four transactional anomalies, each a Spark join
   over the reads and the transactional sends (no Python UDF, nothing collected but counts
   and a few examples):
@@ -22,6 +22,10 @@ a ``txn`` column to sends, ``isolation`` / ``generation`` to polls. Two things h
                                committed transaction but not another one lying strictly
                                inside the offsets it read of that partition in one group
                                generation
+
+  and, reported only, what a read_uncommitted group member (``isolation: read_uncommitted``,
+  the weaker setting) sees that a read_committed one must not: ``ru_aborted_read`` and
+  ``ru_precommitted_read``, the same two rules over its polls.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from .pipeline import offending as pipeline_offending
 from .tables import find_table, read_spark
 
 TXN_ANOMALIES = ("aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
-                 *PIPELINE_ANOMALIES)
+                 "ru_aborted_read", "ru_precommitted_read", *PIPELINE_ANOMALIES)
 HISTORY_VERSION = 2
 RC, RU = "read_committed", "read_uncommitted"
 _EXAMPLE = {"txn": "string", "id": "string", "process": "long", "topic": "string",
@@ -87,7 +91,8 @@ def v1_view(sends: DataFrame, polls: DataFrame, out: DataFrame) -> tuple[DataFra
     aborted = s.where(F.col("_outcome") == "aborted").select("id").distinct()
     # file order stands for a missing index: pin it before the join can reorder rows
     p = polls.withColumn("index", F.coalesce("index", F.monotonically_increasing_id()))
-    p = p.where(F.col("isolation").isNull() | (F.col("isolation") != RU))
+    p = p.where(F.col("isolation").isNull() | (F.col("isolation") != RU)
+                | F.col("generation").isNotNull())
     polls_v1 = p.join(aborted, "id", "left_anti").select(*polls.columns)
     return sends_v1, polls_v1
 
@@ -99,14 +104,19 @@ def build(sends: DataFrame, polls: DataFrame, out: DataFrame,
         "id", "txn", "process", "topic", "partition", "offset", "status", "source",
         c("_outcome").alias("outcome"), c("_end_ns").alias("end_ns"))
     s = labelled.drop("process", "source")  # the joins below take process from the reads
-    rc = polls.where(~c("_bad") & (c("isolation") == RC)).select(
-        "process", "poll", "id", "topic", "partition", "offset", "time_ns",
-        F.coalesce("generation", F.lit(-1)).alias("gen"))
+    reads = polls.where(~c("_bad")).select(
+        "process", "poll", "id", "topic", "partition", "offset", "time_ns", "isolation",
+        "generation", F.coalesce("generation", F.lit(-1)).alias("gen"))
+    rc = reads.where(c("isolation") == RC)
+    # a read_uncommitted group member: the application's consumer with the weaker setting
+    ru = reads.where((c("isolation") == RU) & c("generation").isNotNull())
+    aborted_txns = s.where(c("outcome") == "aborted").select("id", "txn")
+    open_txns = s.where(c("outcome") != "aborted").select("id", "txn", "end_ns")
 
-    aborted = rc.join(s.where(c("outcome") == "aborted").select("id", "txn"), "id")
-    precommitted = rc.join(
-        s.where(c("outcome") != "aborted").select("id", "txn", "end_ns"), "id"
-    ).where(c("end_ns").isNull() | (c("time_ns") < c("end_ns")))
+    def before_commit(r: DataFrame) -> DataFrame:
+        return r.join(open_txns, "id").where(c("end_ns").isNull() | (c("time_ns") < c("end_ns")))
+
+    aborted, precommitted = rc.join(aborted_txns, "id"), before_commit(rc)
 
     committed = s.where((c("outcome") == "committed") & (c("status") == "ok")
                         & c("offset").isNotNull())
@@ -133,7 +143,9 @@ def build(sends: DataFrame, polls: DataFrame, out: DataFrame,
                  .unionByName(shape(precommitted, "precommitted_read", c("id")))
                  .unionByName(shape(lost, "lost_committed", c("txn")))
                  .unionByName(shape(torn, "torn_transaction",
-                                    F.concat_ws("/", c("txn"), c("process").cast("string")))))
+                                    F.concat_ws("/", c("txn"), c("process").cast("string"))))
+                 .unionByName(shape(ru.join(aborted_txns, "id"), "ru_aborted_read", c("id")))
+                 .unionByName(shape(before_commit(ru), "ru_precommitted_read", c("id"))))
     for name, df, key in pipeline_offending(labelled, out, pipeline_inputs):
         offending = offending.unionByName(shape(df, name, c(key)))
     return TxnFrames(offending, out)
