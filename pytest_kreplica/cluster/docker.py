@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import NodeError
 from ..waits import tail
-from . import config, distribution, faketime, ports, reaper
+from . import config, distribution, faketime, lazymount, ports, reaper, smalldisk
 from .admin import AdminCluster
 from .base import ClusterSpec, Node, NodeState
 from .docker_image import engine, ensure_image
@@ -72,6 +72,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         self._admin_client = None
         self._admin_key: str | None = None
         self.clocks: faketime.Clocks | None = None  # spec.clock: libfaketime preloaded
+        self.disks: smalldisk.SmallDisks | lazymount.LazyDisks | None = None  # disks / lazy
 
     # -- engine and names ----------------------------------------------------------------
     @property
@@ -129,6 +130,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         out = super().describe()
         out.update({"kafka_version": self.kafka_version, "image": self.image,
                     "network": self.name, "workdir": str(self.workdir),
+                    "disks": self.disks and self.disks.describe(),
                     "containers": {str(i): self.container_name(i) for i in self._containers}})
         return out
 
@@ -145,6 +147,8 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             with ThreadPoolExecutor(max_workers=len(self._containers)) as pool:
                 list(pool.map(self._start_container, list(self._containers)))
             self._wait_ready(max(1.0, deadline - time.monotonic()))
+            if self.disks is not None:  # the format (in the container) is long durable
+                self.disks.sync()
         except BaseException:
             self.close()
             raise
@@ -168,6 +172,10 @@ class DockerCluster(IptablesPartitions, AdminCluster):
                                     log_dir=node_dir / "data",
                                     log_file=node_dir / "server.log"))
         self.clocks = faketime.for_cluster(self.spec, self._nodes)  # offset files at +0
+        if self.spec.disks or self.spec.lazy:  # mounted on the host before the bind mounts:
+            # a container's bind mount of its node dir takes the data dir's mount along
+            self.disks = (smalldisk if self.spec.disks else lazymount).mount_all(
+                {n.node_id: n.log_dir for n in self._nodes})
         for node in self._nodes:
             self._write_node_files(node)
             self._containers[node.node_id] = self._create_container(node)
@@ -291,6 +299,9 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             self._network = None
         ports.release_ports(self._claimed_ports)
         self._claimed_ports = []
+        if self.disks is not None:  # after every container: nothing holds them now
+            self.disks.close()
+            self.disks = None
         self._partitioned.clear()
         self._stopped.clear()
         if self._client is not None:

@@ -32,6 +32,8 @@ from .failure import GONE_AT_ELECTION, Failure
 if TYPE_CHECKING:
     from ..cluster.smalldisk import SmallDisk
 
+# the node's log dir is mounted on the host; a container's bind mount takes it along
+BACKENDS = ("process", "docker")
 FULL_SLACK_BYTES = 256 * 1024  # "full": at most this much left after the fill
 OFFLINE_TIMEOUT_S = 30.0  # Kafka writes every 0.5 s at least (KRaft no-op records)
 LEADERSHIP_TIMEOUT_S = 30.0
@@ -49,8 +51,7 @@ def disk_of(cluster: Any, node: int, failure: str) -> SmallDisk:
     disks = getattr(cluster, "disks", None)
     if disks is None:
         raise InputError(f"failure {failure} needs a cluster whose log dirs are on small "
-                         "filesystems (process backend, ClusterSpec(disks=True)); this one "
-                         "has none")
+                         "filesystems (ClusterSpec(disks=True)); this one has none")
     return disks[node]
 
 
@@ -255,7 +256,7 @@ def _failure(name: str, doc: str, colour: str, label: str, strike: Any,
     """The registry's entry: process backend only (a loop mount per node), the node's
     leadership must move, never drawn by ``random``; its ISR watched on the timeline."""
     return Failure(name=name, doc=doc, event=name, restore_event="heal", colour=colour,
-                   label=label, backends=("process",), moves_leadership=True,
+                   label=label, backends=BACKENDS, moves_leadership=True,
                    leader_gone=GONE_AT_ELECTION, random=False, strike=strike,
                    restore=restore, watch_isr=True)
 

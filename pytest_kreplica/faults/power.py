@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from ..cluster import Cluster
     from ..cluster.lazymount import LazyDisk
 
+# the node's log dir is mounted on the host; a container's bind mount takes it along
+BACKENDS = ("process", "docker")
 MAX_EXAMPLES = 3
 CUT = re.compile(r"node (\d+): \d+ un-fsynced segment bytes dropped.*?segments cut in \[([^\]]*)\]")
 
@@ -43,8 +45,7 @@ def lazy_disk_of(cluster: Any, node: int, failure: str) -> LazyDisk:
     disks = getattr(cluster, "disks", None)
     if not isinstance(disks, LazyDisks):
         raise InputError(f"failure {failure} needs a cluster whose log dirs are lazy FUSE "
-                         "filesystems (process backend, ClusterSpec(lazy=True)); this one "
-                         "has none")
+                         "filesystems (ClusterSpec(lazy=True)); this one has none")
     return disks[node]
 
 
@@ -110,7 +111,7 @@ def restore_all(cluster: Cluster, node: int, timeout: float) -> str:
 POWER_LOSS = Failure(
     name="power_loss", doc="power cut: SIGKILL and the node's un-fsynced writes dropped, then "
     "a restart", event="power_loss", restore_event="start", colour="#e7969c",
-    label="power loss (un-fsynced writes lost)", backends=("process",), moves_leadership=True,
+    label="power loss (un-fsynced writes lost)", backends=BACKENDS, moves_leadership=True,
     leader_gone=GONE_AT_STRIKE, random=False, strike=strike_one, restore=restore_one,
     watch_isr=True, segments_cut=segments_cut)
 # every node down: no leader can be elected meanwhile, so the nemesis only waits out the
@@ -119,5 +120,5 @@ POWER_LOSS_ALL = Failure(
     name="power_loss_all", doc="power cut of every node at once: each SIGKILLed and its "
     "un-fsynced writes dropped, then all restarted", event="power_loss_all",
     restore_event="start", colour="#0b6e79", label="power loss of every node",
-    backends=("process",), moves_leadership=False, leader_gone=GONE_AT_STRIKE, random=False,
+    backends=BACKENDS, moves_leadership=False, leader_gone=GONE_AT_STRIKE, random=False,
     strike=strike_all, restore=restore_all, segments_cut=segments_cut)

@@ -32,10 +32,10 @@ def test_disk_fault_cases_get_a_cluster_with_small_disks():
     assert ClusterSpec(disks=True).with_config(acks="all").disks
 
 
-def test_a_disk_fault_off_the_process_backend_is_one_matrix_line(tmp_path):
-    text = matrix_error_line(tmp_path, "  backend: [docker]\n  failure: [disk_readonly]\n")
+def test_a_disk_fault_on_an_external_cluster_is_one_matrix_line(tmp_path):
+    text = matrix_error_line(tmp_path, "  backend: [external]\n  failure: [disk_readonly]\n")
     assert ".failure" in text
-    assert "needs backend process" in text and "allowed on docker" in text
+    assert "needs backend process or docker" in text and "allowed on external" in text
 
 
 def test_the_disk_faults_matrix_has_a_ci_case_per_value():
@@ -43,6 +43,7 @@ def test_the_disk_faults_matrix_has_a_ci_case_per_value():
     ci = [c for c in matrix.cases if "ci" in c.markers]
     assert sorted(c.failure for c in ci) == sorted(DISK_FAILURES)
     assert {(c.acks, c.backend, c.target) for c in ci} == {(-1, "process", "leader")}
+    assert {c.backend for c in matrix.cases} == {"process", "docker"}
     assert {c.acks for c in matrix.cases} == {-1, 1}  # and the weaker setting beside
 
 
@@ -52,8 +53,8 @@ def test_the_registry_holds_the_disk_faults():
     for name in DISK_FAILURES:
         failure = FAILURES[name]
         assert failure.event == name and failure.restore_event == "heal"
-        assert failure.backends == ("process",) and failure.moves_leadership
-        assert name not in RANDOM_FAILURES and name not in failures_on("docker")
+        assert failure.backends == ("process", "docker") and failure.moves_leadership
+        assert name not in RANDOM_FAILURES and name not in failures_on("external")
     assert len({FAILURES[n].colour for n in FAILURES}) == len(FAILURES)  # one colour each
     assert len({FAILURES[n].label for n in FAILURES}) == len(FAILURES)
 
