@@ -31,7 +31,7 @@ CLOCK_FAILURES = ("clock_skew", "clock_skew_back", "clock_strobe")
 # ... and those that need each node's log dir on its own small filesystem (faults/disk.py)
 DISK_FAILURES = ("disk_full", "disk_readonly")
 # ... and those that need each node's log dir on a lazy FUSE filesystem (faults/power.py)
-POWER_FAILURES = ("power_loss", "power_loss_all")
+POWER_FAILURES = ("power_loss", "power_loss_all", "power_loss_replicas")
 # ... and those that need a dynamic KRaft quorum, whose voters can change (faults/quorum.py)
 QUORUM_FAILURES = ("controller_membership",)
 

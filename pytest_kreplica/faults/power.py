@@ -9,6 +9,8 @@ the strike SIGKILLs the JVM, then the filesystem truncates every file to that le
 
 * ``power_loss``: the struck node only. Its replicas come back shorter; Kafka's recovery
   truncates them to the last whole batch and the node fetches the rest from the leader.
+* ``power_loss_replicas``: every replica of the partitions the victim holds, at once, on a
+  cluster larger than the replica set (one rack of several): the other nodes run on.
 * ``power_loss_all``: every node at once (with replication factor = brokers, every replica of
   the partition). With Kafka's default flush settings acknowledged records in the active
   segments are gone from every copy: at-most-once, shown with the counts; with
@@ -26,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
+from . import moves
 from .failure import GONE_AT_STRIKE, Failure
 
 if TYPE_CHECKING:
@@ -91,6 +94,20 @@ def strike_all(cluster: Cluster, node: int) -> str:
     return "; ".join(_cut(cluster, n, "power_loss_all") for n in nodes)
 
 
+def strike_replicas(cluster: Cluster, node: int) -> str:
+    """Every replica of every partition the victim holds (the case's topics: on a cluster
+    the suite owns, its only non-internal ones), the victim first; the other nodes run on,
+    as when one rack of several loses power."""
+    states = moves.topic_states(cluster)
+    held = {r for s in states.values() if node in s.replicas for r in s.replicas}
+    if not held:
+        raise ClusterError(f"power_loss_replicas: node {node} holds no replica of "
+                           f"{sorted(states)} (expected the case's partition)")
+    spared = sorted(n.node_id for n in cluster.nodes if n.node_id not in held)
+    cuts = [_cut(cluster, n, "power_loss_replicas") for n in [node, *sorted(held - {node})]]
+    return "; ".join(cuts) + f"; spared (running on) {spared}"
+
+
 def restore_one(cluster: Cluster, node: int, timeout: float) -> str:
     cluster.start_node(node, timeout=timeout)
     return f"node {node} restarted after the power loss (log recovery)"
@@ -122,3 +139,12 @@ POWER_LOSS_ALL = Failure(
     restore_event="start", colour="#0b6e79", label="power loss of every node",
     backends=BACKENDS, moves_leadership=False, leader_gone=GONE_AT_STRIKE, random=False,
     strike=strike_all, restore=restore_all, segments_cut=segments_cut)
+# every replica of the victim's partitions, the other nodes spared (a cluster larger than the
+# replica set): the partition has no leader until the restore, the rest of the cluster runs
+POWER_LOSS_REPLICAS = Failure(
+    name="power_loss_replicas", doc="power cut of every replica of the victim's partitions "
+    "at once, the other nodes running on; then those restarted together",
+    event="power_loss_replicas", restore_event="start", colour="#843c39",
+    label="power loss of every replica", backends=BACKENDS, moves_leadership=False,
+    leader_gone=GONE_AT_STRIKE, random=False, strike=strike_replicas, restore=restore_all,
+    segments_cut=segments_cut)

@@ -37,6 +37,7 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     disk.DISK_READONLY,
     power.POWER_LOSS,
     power.POWER_LOSS_ALL,
+    power.POWER_LOSS_REPLICAS,
     reassign.FAILURE,
     preferred.FAILURE,
     join.FAILURE,

@@ -131,6 +131,35 @@ def test_every_nodes_power_loss_loses_what_no_replica_fsynced(cluster, flush, ex
         assert lost == [], f"flush.messages=1 lost {len(lost)}: {lost[:5]}; {measured}"
 
 
+def test_a_replica_sets_power_loss_spares_the_other_nodes(cluster):
+    """rf 2 on 3 nodes: both replicas cut (default flush: what they acknowledged is gone),
+    the third node runs on throughout; the segments cut on both replicas are the loss
+    evidence."""
+    topic = "power-replicas"
+    cluster.create_topics([TopicSpec(topic, partitions=1, replication_factor=2,
+                                     config={"min.insync.replicas": "1"})])
+    producer = acked_producer(cluster)
+    acked = [(producer.send(topic, f"m{i}".encode()).get(timeout=15).offset, f"m{i}".encode())
+             for i in range(100)]
+    producer.close(5)
+    state = cluster.partition_state(topic, 0)
+    (spared,) = {n.node_id for n in cluster.nodes} - set(state.replicas)
+    try:
+        measured = power.strike_replicas(cluster, state.leader)
+        spared_state = cluster.node_state(spared).value
+    finally:
+        healed = power.restore_all(cluster, state.leader, 120)
+    cluster.wait_healthy([topic], timeout=120)
+    print(f"power_loss_replicas: {measured}; {healed}")
+    assert sorted(int(n) for n, _ in BYTES.findall(measured)) == sorted(state.replicas)
+    assert f"spared (running on) [{spared}]" in measured and spared_state == "running"
+    assert power.segments_cut(measured)[f"{topic}-0"] == set(state.replicas), measured
+    seen = read_partition(cluster, topic)
+    lost = [a for a in acked if a not in seen]
+    assert lost, f"expected acknowledged records lost with default flush; {measured}"
+    cluster.delete_topics([topic])
+
+
 def test_a_killed_session_leaves_mounts_the_next_start_removes(tmp_path, cluster):
     """A real SIGKILL of a session that started a cluster on lazy filesystems: its JVM and its
     lazyfs daemons go (parent-death signal), the mounts stay unanswered; the sweep every
