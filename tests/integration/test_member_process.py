@@ -36,9 +36,15 @@ def test_signals_act_on_the_member_process_and_a_restart_is_a_new_incarnation():
                    lambda: f"pid {first}: {psutil.Process(first).cmdline()}")
         member.pause()
         assert member.state is NodeState.PAUSED
-        assert psutil.Process(first).status() == psutil.STATUS_STOPPED
+        # a signal is delivered when the target next runs: on a loaded machine the status
+        # can still read "running" right after kill() returned
+        wait_until(lambda: psutil.Process(first).status() == psutil.STATUS_STOPPED, 10,
+                   "the paused member process stopped",
+                   lambda: f"pid {first}: {psutil.Process(first).status()}")
         member.resume()
-        assert psutil.Process(first).status() != psutil.STATUS_STOPPED
+        wait_until(lambda: psutil.Process(first).status() != psutil.STATUS_STOPPED, 10,
+                   "the resumed member process running",
+                   lambda: f"pid {first}: {psutil.Process(first).status()}")
         member.kill()
         assert member.state is NodeState.STOPPED and gone(first) is None
         member.start()
