@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from ..waits import wait_for
-from .failure import GONE_AT_ELECTION, Failure
+from .failure import GONE_AT_ELECTION, SUITE_OWNED, Failure
 
 if TYPE_CHECKING:
     from ..cluster.smalldisk import SmallDisk
 
 # the node's log dir is mounted on the host; a container's bind mount takes it along
-BACKENDS = ("process", "docker")
+BACKENDS = SUITE_OWNED
 FULL_SLACK_BYTES = 256 * 1024  # "full": at most this much left after the fill
 OFFLINE_TIMEOUT_S = 30.0  # Kafka writes every 0.5 s at least (KRaft no-op records)
 LEADERSHIP_TIMEOUT_S = 30.0

@@ -20,6 +20,9 @@ GONE_AT_STRIKE = "strike"  # the process is dead at once (SIGKILL)
 GONE_AT_ELECTION = "election"  # it hands over leadership, until a new leader is seen
 GONE_AT_RECOVERY = "recovery"  # it keeps running: until every replica is in sync again
 LEADER_GONE = (GONE_AT_STRIKE, GONE_AT_ELECTION, GONE_AT_RECOVERY)
+# backends whose clusters the suite starts on this machine: faults that act on the cluster as
+# a whole (replica moves) or on the node's host-mounted log dir (disk, power loss) need one
+SUITE_OWNED = ("process", "docker")
 
 
 @dataclass(frozen=True)

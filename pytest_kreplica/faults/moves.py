@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from ..cluster.base import NodeState
 from ..errors import ClusterError
 from ..waits import wait_for
+from .failure import SUITE_OWNED
 
 if TYPE_CHECKING:
     from ..cluster import Cluster, PartitionState
 
 Part = tuple[str, int]
-BACKENDS = ("process", "docker")  # clusters the suite owns (see the module docstring)
+BACKENDS = SUITE_OWNED  # clusters the suite owns (see the module docstring)
 ACT_TIMEOUT_S = 30.0  # a move must show in metadata within this
 
 

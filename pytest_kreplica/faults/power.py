@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from . import moves
-from .failure import GONE_AT_STRIKE, Failure
+from .failure import GONE_AT_STRIKE, SUITE_OWNED, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
     from ..cluster.lazymount import LazyDisk
 
 # the node's log dir is mounted on the host; a container's bind mount takes it along
-BACKENDS = ("process", "docker")
+BACKENDS = SUITE_OWNED
 MAX_EXAMPLES = 3
 CUT = re.compile(r"node (\d+): \d+ un-fsynced segment bytes dropped.*?segments cut in \[([^\]]*)\]")
 
