@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from ..waits import wait_for
+from .elections import Elections, now_ns
 from .failure import Failure
 from .isrwatch import watch_fault
-from .plan import ALL_DOWN, NO_OTHER_REPLICA, FaultPlan, FaultRecord, FaultSpec
+from .plan import FaultPlan, FaultRecord, FaultSpec
 from .registry import COMPONENT_TARGETS, FAILURES, TARGETS, WORKLOAD_TARGETS
 
 if TYPE_CHECKING:
@@ -46,10 +47,6 @@ PROGRESS_READ_S = 10.0  # how long a component's progress is retried before its 
 def _join(error: str | None, note: str) -> str:
     """A fault record's errors, in the order they happened."""
     return f"{error}; {note}" if error else note
-
-
-def _now() -> int:
-    return time.monotonic_ns()
 
 
 @dataclass
@@ -70,7 +67,7 @@ class Component:
     recovery_timeout: float | None = None  # its restart's bound, if longer than a node's
 
 
-class Nemesis:
+class Nemesis(Elections):
     """Runs a :class:`FaultPlan` against a live ``Cluster``, writing events to ``writer``.
 
     ``partitions`` are the case's topic-partitions: each fault picks one of them (by the
@@ -169,7 +166,7 @@ class Nemesis:
     def _hold(spec: FaultSpec, rec: FaultRecord) -> None:
         """Keep the victim down until ``downtime_s`` after the strike (a planned hold, not
         a wait for a state)."""
-        remaining = spec.downtime_s - (_now() - (rec.strike_ns or _now())) / 1e9
+        remaining = spec.downtime_s - (now_ns() - (rec.strike_ns or now_ns())) / 1e9
         if remaining > 0:
             time.sleep(remaining)
 
@@ -185,7 +182,7 @@ class Nemesis:
                 able = [n for n, f in FAILURES.items() if f.strike_component is not None]
                 raise InputError(f"nemesis: failure {spec.failure!r} cannot hit "
                                  f"{comp.label}; allowed: {', '.join(able)}")
-            rec.strike_ns = _now()
+            rec.strike_ns = now_ns()
             self.writer.event(failure.event, node=comp.name, role=spec.target,
                               time_ns=rec.strike_ns,
                               detail=f"fault #{spec.index}: {spec.failure} failure of "
@@ -217,7 +214,7 @@ class Nemesis:
             rec.error = _join(rec.error, f"progress of {comp.label} unread before the "
                                          f"restore: {exc}")
         try:
-            rec.restore_ns = _now()
+            rec.restore_ns = now_ns()
             self.writer.event(failure.restore_event, node=comp.name, role=spec.target,
                               time_ns=rec.restore_ns,
                               detail=f"fault #{spec.index}: restore {comp.label}")
@@ -225,7 +222,7 @@ class Nemesis:
             failure.restore_component(comp.process)
             comp.wait_progress(rec.progress_at_restore or 0,
                                comp.recovery_timeout or self.recovery_timeout)
-            rec.recovered_ns = _now()
+            rec.recovered_ns = now_ns()
             self.writer.event("recovered", node=comp.name, role=spec.target,
                               time_ns=rec.recovered_ns,
                               detail=f"fault #{spec.index}: {comp.label} working again "
@@ -259,11 +256,15 @@ class Nemesis:
 
     def _strike(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]
-        rec.strike_ns, measured = _now(), None
+        if rec.topic is not None:  # a follower back in the ISR since the first read counts
+            with contextlib.suppress(Exception):  # the first read stands
+                again = self.cluster.partition_state(rec.topic, rec.partition)
+                rec.isr_before = sorted(set(rec.isr_before) | set(again.isr))
+        rec.strike_ns, measured = now_ns(), None
         self.progress(f"fault #{spec.index}: {failure.event} node {rec.node} ({spec.target})")
         try:  # the event follows the strike (at its time) to carry what it measured
             measured = failure.strike(self.cluster, rec.node)
-            rec.struck_ns, rec.measured = _now(), measured
+            rec.struck_ns, rec.measured = now_ns(), measured
         finally:
             self.writer.event(failure.event, node=str(rec.node), role=spec.target,
                               time_ns=rec.strike_ns,
@@ -275,84 +276,16 @@ class Nemesis:
         with contextlib.suppress(Exception):  # informative only
             rec.state_after_strike = self.cluster.node_state(rec.node).value
 
-    def _election_timeout(self, spec: FaultSpec, rec: FaultRecord) -> float | None:
-        """How long to wait for a new leader: the election bound, or, for a failure that
-        may keep leadership (a pause), only until its restore."""
-        if FAILURES[spec.failure].moves_leadership:
-            return self.election_timeout
-        return max(spec.downtime_s - (_now() - rec.strike_ns) / 1e9, 0.1)
-
-    def _measure_election(self, spec: FaultSpec, rec: FaultRecord, replicas: tuple) -> None:
-        """Time from the strike to metadata naming a leader other than the victim. A paused
-        leader is only replaced once its broker session expires, so the wait ends with the
-        pause: a pause shorter than that keeps the leader and is recorded, not failed.
-        ``replicas``: seen before the strike (a struck one-node cluster answers nothing)."""
-        others = set(replicas) - {rec.node}
-        if not others or self._all_down():
-            rec.election_note = ALL_DOWN if others else NO_OTHER_REPLICA
-            return
-        may_keep = not FAILURES[spec.failure].moves_leadership
-        timeout = min(self.election_timeout, self._election_timeout(spec, rec))
-        try:
-            state = self._wait_for_leader(rec.topic, rec.partition, {rec.node}, timeout,
-                                          interval=0.1)
-        except ClusterError:
-            if may_keep:
-                rec.election_note = (f"the leader kept its leadership through the "
-                                     f"{spec.downtime_s:.1f} s pause")
-                return
-            raise
-        seen_ns = _now()
-        rec.new_leader = state.leader
-        rec.election_s = round((seen_ns - rec.strike_ns) / 1e9, 3)
-        rec.elected_from_isr = state.leader in rec.isr_before
-        self.writer.event("elect", node=str(state.leader), role="leader", time_ns=seen_ns,
-                          detail=(f"{rec.topic}-{rec.partition}: leader {rec.node} -> "
-                                  f"{state.leader} after {rec.election_s:.2f} s (epoch "
-                                  f"{state.leader_epoch}; isr before {rec.isr_before})"))
-        self.progress(f"fault #{spec.index}: new leader {state.leader} after "
-                      f"{rec.election_s:.2f} s")
-
-    def _measure_controller_failover(self, spec: FaultSpec, rec: FaultRecord) -> None:
-        """Time from the strike until the KRaft quorum names another leader (C.5). Bounded
-        by the downtime for a pause: a short pause may keep the quorum leader."""
-        if self._all_down():
-            return
-        timeout = self._election_timeout(spec, rec)
-        seen: list[int | None] = [None]
-
-        def other_controller() -> str | None:
-            # each look bounded too: a controller cut one way leaves DescribeQuorum unanswered
-            seen[0] = self.cluster.active_controller(timeout=max(min(timeout, 5.0), 0.5))
-            if seen[0] is None or seen[0] == rec.node:
-                return f"active controller {seen[0]}"
-            return None
-
-        try:
-            wait_for(other_controller, timeout,
-                     f"a KRaft quorum leader other than node {rec.node}",
-                     hint=self._logs_hint(), poll=0.1)
-        except ClusterError:
-            if FAILURES[spec.failure].moves_leadership:
-                raise
-            return
-        seen_ns = _now()
-        rec.new_controller = seen[0]
-        rec.controller_failover_s = round((seen_ns - rec.strike_ns) / 1e9, 3)
-        self.writer.event("elect", node=str(seen[0]), role="controller", time_ns=seen_ns,
-                          detail=(f"active controller {rec.node} -> {seen[0]} after "
-                                  f"{rec.controller_failover_s:.2f} s"))
-
     def _restore(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]
         try:
-            rec.restore_ns = _now()
+            rec.restore_ns = now_ns()
             self.writer.event(failure.restore_event, node=str(rec.node), role=spec.target,
                               time_ns=rec.restore_ns,
                               detail=f"fault #{spec.index}: restore node {rec.node}")
             healed = failure.restore(self.cluster, rec.node, self.recovery_timeout)
             self.cluster.wait_healthy(self.topics, timeout=self.recovery_timeout)
-            rec.recovered_ns = _now()
+            rec.recovered_ns = now_ns()
             self.writer.event("recovered", node=str(rec.node), role=spec.target,
                               time_ns=rec.recovered_ns,
                               detail=(f"fault #{spec.index}: every replica in sync "
@@ -376,23 +309,3 @@ class Nemesis:
             return "broker logs: " + ", ".join(str(p) for p in self.cluster.log_files().values())
         except Exception:  # a hint only
             return ""
-
-    def _wait_for_leader(self, topic: str, partition: int, not_in: set[int],
-                         timeout: float | None = None, interval: float = 0.25
-                         ) -> PartitionState:
-        """Poll metadata until the partition has a leader outside ``not_in``. Our own wait
-        (not ``Cluster.wait_for_leader``) so the election time has 0.1 s resolution."""
-        timeout = self.election_timeout if timeout is None else timeout
-        seen: list[PartitionState] = []
-
-        def leader_outside() -> str | None:
-            state = self.cluster.partition_state(topic, partition)
-            seen.append(state)
-            if state.leader is None or state.leader < 0 or state.leader in not_in:
-                return str(state)
-            return None
-
-        wait_for(leader_outside, timeout,
-                 f"a leader of {topic}-{partition} outside {sorted(not_in)}",
-                 hint=self._logs_hint(), poll=interval)
-        return seen[-1]

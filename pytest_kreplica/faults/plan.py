@@ -51,6 +51,8 @@ class FaultRecord:
     partition: int | None
     node: int | str | None = None
     leader_before: int | None = None
+    # every replica in the ISR read when the victim was chosen or right before the strike:
+    # a follower that rejoined in between may be elected cleanly
     isr_before: list[int] = field(default_factory=list)
     led_before: list[str] | None = None  # "topic-partition"s of the case the victim led
     strike_ns: int | None = None  # just before the strike was sent

@@ -117,7 +117,7 @@ def test_fault_stops_the_role_and_brings_it_back(cluster, tmp_path, failure, tar
     # a failed leader hands over to an ISR member within the bound (C.2)
     if victim == rec.leader_before:
         assert rec.new_leader is not None and rec.new_leader != victim, rec.election_note
-        assert rec.elected_from_isr is True
+        assert rec.elected_from_isr is True, rec
         assert 0 < rec.election_s <= ELECTION_BOUND_S
         elect = [e for e in events if e["kind"] == "elect" and e["role"] == "leader"]
         assert elect and elect[0]["node"] == str(rec.new_leader)
