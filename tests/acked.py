@@ -17,16 +17,19 @@ def producer(cluster: Any):
 
 
 def produce_until(cluster: Any, topic: str, stop: threading.Event,
-                  acked: list[tuple[int, bytes]], failed: list[bytes]) -> None:
-    """Send ``m0``, ``m1``, ... one at a time until ``stop``; (offset, value) of each
-    acknowledged send goes to ``acked``, each failed value to ``failed``."""
+                  acked: list[tuple[int, bytes]], failed: list[bytes],
+                  partition: int | None = None) -> None:
+    """Send ``m0``, ``m1``, ... one at a time (to ``partition`` if given) until ``stop``;
+    (offset, value) of each acknowledged send goes to ``acked``, each failed value to
+    ``failed``."""
     p = producer(cluster)
     try:
         i = 0
         while not stop.is_set():
             value = f"m{i}".encode()
             try:
-                acked.append((p.send(topic, value).get(timeout=15).offset, value))
+                sent = p.send(topic, value, partition=partition)
+                acked.append((sent.get(timeout=15).offset, value))
             except Exception:
                 failed.append(value)
             i += 1

@@ -13,7 +13,8 @@ session), never those of a live owner (other sessions run beside this one). The 
 carry the process backend's owner marker, so its reaper kills them as it kills orphan JVMs.
 
 Faults: terminate (SIGTERM, SIGKILL at the deadline), kill (SIGKILL), pause / resume (the
-cgroup freezer), restart, and partition / heal (``docker_partition``).
+cgroup freezer), restart, partition / heal (``docker_partition``), and with ``spec.links``
+the link faults through a fault proxy on the network's gateway (``docker_links``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from . import config, distribution, faketime, lazymount, ports, reaper, smalldis
 from .admin import AdminCluster
 from .base import ClusterSpec, Node, NodeState
 from .docker_image import engine, ensure_image
+from .docker_links import DockerLinks
 from .docker_owner import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, sweep
 from .docker_partition import IptablesPartitions
 
@@ -73,6 +75,8 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         self._admin_key: str | None = None
         self.clocks: faketime.Clocks | None = None  # spec.clock: libfaketime preloaded
         self.disks: smalldisk.SmallDisks | lazymount.LazyDisks | None = None  # disks / lazy
+        self.routes: DockerLinks | None = None  # spec.links: the nodes' routes via the proxy
+        self.links = None  # linkproxy.LinkProxy of ``routes``, as the link faults read it
 
     # -- engine and names ----------------------------------------------------------------
     @property
@@ -131,6 +135,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         out.update({"kafka_version": self.kafka_version, "image": self.image,
                     "network": self.name, "workdir": str(self.workdir),
                     "disks": self.disks and self.disks.describe(),
+                    "links": self.links and self.links.describe(),
                     "containers": {str(i): self.container_name(i) for i in self._containers}})
         return out
 
@@ -163,6 +168,11 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         self._network = self.client.networks.create(self.name, driver="bridge",
                                                     labels=self._labels, check_duplicate=True)
         self._claimed_ports = ports.claim_ports(self.spec.brokers)
+        if self.spec.links:
+            node_ids = list(range(1, self.spec.brokers + 1))
+            self.routes = DockerLinks(self.workdir, self._network, node_ids)
+            self.links = self.routes.proxy
+            self.links.start()
         self._nodes = []
         for node_id, port in enumerate(self._claimed_ports, start=1):
             node_dir = self.workdir / f"node-{node_id}"
@@ -192,9 +202,11 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         script = resources.files("pytest_kreplica").joinpath("resources", "docker", "node.sh")
         (node_dir / "node.sh").write_bytes(script.read_bytes())
         addresses = self._addresses()
-        props = config.server_properties(addresses[node.node_id - 1],
-                                         config.quorum_voters(addresses), f"{MOUNT}/data",
+        voters = self.routes.voters() if self.routes else config.quorum_voters(addresses)
+        props = config.server_properties(addresses[node.node_id - 1], voters, f"{MOUNT}/data",
                                          self.spec.brokers, extra=self.spec.broker_config)
+        if self.routes:
+            props = self.routes.node_properties(node.node_id, props)
         # one more listener, published on the host's loopback and advertised as such
         props["listeners"] += f",EXTERNAL://0.0.0.0:{EXTERNAL_PORT}"
         props["advertised.listeners"] += f",EXTERNAL://{node.host}:{node.port}"
@@ -236,7 +248,9 @@ class DockerCluster(IptablesPartitions, AdminCluster):
                      **({str(self.clocks.library.parent): {"bind": FAKETIME_MOUNT,
                                                            "mode": "ro"}}
                         if self.clocks else {})},
-            ports={f"{EXTERNAL_PORT}/tcp": ("127.0.0.1", node.port)},
+            ports={f"{EXTERNAL_PORT}/tcp": ("127.0.0.1", node.port),
+                   **(self.routes.container_ports(node.node_id, CONTROLLER_PORT)
+                      if self.routes else {})},
             network=self._network.name,
             cap_add=["NET_ADMIN"],
             labels={**self._labels, LABEL_NODE: str(node.node_id)},
@@ -299,6 +313,9 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             self._network = None
         ports.release_ports(self._claimed_ports)
         self._claimed_ports = []
+        if self.links is not None:  # after the containers: no node talks through it now
+            self.links.close()
+            self.links = self.routes = None
         if self.disks is not None:  # after every container: nothing holds them now
             self.disks.close()
             self.disks = None

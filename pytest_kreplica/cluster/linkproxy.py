@@ -143,14 +143,23 @@ class LinkProxy:
     replication_ports: dict[int, int] = field(default_factory=dict)  # node -> own listener
     proc: subprocess.Popen | None = None
     ports: list[int] = field(default_factory=list)
+    # where the routes listen and the nodes are told to connect; ``host`` (the admin API and
+    # the upstreams) unless the nodes are elsewhere: containers reach the host at their
+    # network's gateway
+    listen_host: str | None = None
+
+    @property
+    def listen_at(self) -> str:
+        return self.listen_host or self.host
 
     @classmethod
-    def plan(cls, workdir: Path, host: str, controller_ports: dict[int, int]) -> LinkProxy:
+    def plan(cls, workdir: Path, host: str, controller_ports: dict[int, int],
+             listen_host: str | None = None) -> LinkProxy:
         """Claim the ports: per node its replication listener and two proxy ports, plus the
         admin port (claimed like the cluster's, so concurrent sessions never collide)."""
         nodes = sorted(controller_ports)
         claimed = kports.claim_ports(3 * len(nodes) + 1, host)
-        proxy = cls(Path(workdir), host, claimed[-1], ports=claimed)
+        proxy = cls(Path(workdir), host, claimed[-1], ports=claimed, listen_host=listen_host)
         for i, node in enumerate(nodes):
             own, via_repl, via_ctrl = claimed[3 * i:3 * i + 3]
             proxy.replication_ports[node] = own
@@ -164,17 +173,19 @@ class LinkProxy:
     # -- what the nodes are told ------------------------------------------------------------
     def voters(self) -> str:
         """``controller.quorum.voters`` naming every node's proxied controller port."""
-        return ",".join(f"{r.node_id}@{self.host}:{r.listen}" for r in
+        return ",".join(f"{r.node_id}@{self.listen_at}:{r.listen}" for r in
                         sorted(self.routes.values(), key=lambda r: r.node_id)
                         if r.listener == "controller")
 
-    def node_properties(self, node_id: int, props: dict[str, str]) -> dict[str, str]:
-        """``props`` with a ``REPLICATION`` listener of the node's own, advertised at its
-        proxy port and used between brokers; clients keep ``PLAINTEXT``."""
+    def node_properties(self, node_id: int, props: dict[str, str],
+                        bind: str | None = None) -> dict[str, str]:
+        """``props`` with a ``REPLICATION`` listener of the node's own (at ``bind``, by
+        default the route's upstream), advertised at its proxy port and used between
+        brokers; clients keep ``PLAINTEXT``."""
         route = self.routes[f"n{node_id}-replication"]
         out = dict(props)
-        out["listeners"] += f",{REPLICATION}://{self.host}:{route.upstream}"
-        out["advertised.listeners"] += f",{REPLICATION}://{self.host}:{route.listen}"
+        out["listeners"] += f",{REPLICATION}://{bind or f'{self.host}:{route.upstream}'}"
+        out["advertised.listeners"] += f",{REPLICATION}://{self.listen_at}:{route.listen}"
         out["inter.broker.listener.name"] = REPLICATION
         out["listener.security.protocol.map"] += f",{REPLICATION}:PLAINTEXT"
         return out
@@ -183,7 +194,8 @@ class LinkProxy:
         """For run.json: the proxy and where each route leads."""
         return {"proxy": f"Toxiproxy {TOXIPROXY_VERSION}", "pid": self.pid,
                 "admin": f"{self.host}:{self.admin_port}",
-                "routes": {r.name: f"{r.listen} -> {r.upstream}" for r in self.routes.values()}}
+                "routes": {r.name: f"{self.listen_at}:{r.listen} -> {self.host}:{r.upstream}"
+                           for r in self.routes.values()}}
 
     def node_routes(self, node_id: int) -> list[Route]:
         return [r for r in self.routes.values() if r.node_id == node_id]
@@ -218,7 +230,7 @@ class LinkProxy:
                      f"log: {self.log_file}")
             for route in self.routes.values():
                 self.api("POST", "/proxies", {"name": route.name, "enabled": True,
-                                              "listen": f"{self.host}:{route.listen}",
+                                              "listen": f"{self.listen_at}:{route.listen}",
                                               "upstream": f"{self.host}:{route.upstream}"})
         except BaseException:
             self.close()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from . import linkprobe
-from .failure import Failure, degrading
+from .failure import SUITE_OWNED, Failure, degrading
 
 if TYPE_CHECKING:
     from ..cluster.linkproxy import LinkProxy, Route
@@ -63,11 +63,10 @@ def _ms(seconds: float | None) -> str:
 
 
 def _measure_slow(proxy: LinkProxy, route: Route, _peer: Route | None) -> str:
-    host = proxy.host
-    base = linkprobe.median_round_trip(host, route.upstream, samples=3)
-    slow = linkprobe.median_round_trip(host, route.listen, samples=5,
+    base = linkprobe.median_round_trip(proxy.host, route.upstream, samples=3)
+    slow = linkprobe.median_round_trip(proxy.listen_at, route.listen, samples=5,
                                        timeout=PROBE_TIMEOUT_S + 2 * LATENCY_MS / 1000)
-    rate = linkprobe.throughput(host, route.listen)
+    rate = linkprobe.throughput(proxy.listen_at, route.listen)
     expected_added = LATENCY_MS / 1000  # at least one direction's latency
     if slow is None or base is None or slow - base < expected_added:
         raise ClusterError(f"slow_link did not act on {route.name}: round trip {_ms(slow)} "
@@ -84,7 +83,7 @@ def _measure_slow(proxy: LinkProxy, route: Route, _peer: Route | None) -> str:
 def _measure_resets(name: str, hold_s: float, connections: int, least: int,
                     most: int) -> Callable[[LinkProxy, Route, Route | None], str]:
     def measure(proxy: LinkProxy, route: Route, _peer: Route | None) -> str:
-        count = linkprobe.count_resets(proxy.host, route.listen, connections, hold_s=hold_s,
+        count = linkprobe.count_resets(proxy.listen_at, route.listen, connections, hold_s=hold_s,
                                        timeout=PROBE_TIMEOUT_S)
         if not least <= count.reset <= most:
             raise ClusterError(f"{name} did not act on {route.name}: {count.describe()} "
@@ -94,10 +93,9 @@ def _measure_resets(name: str, hold_s: float, connections: int, least: int,
 
 
 def _measure_one_way(proxy: LinkProxy, route: Route, peer: Route | None) -> str:
-    host = proxy.host
-    toward = linkprobe.round_trip(host, route.listen, timeout=PROBE_TIMEOUT_S)
-    direct = linkprobe.round_trip(host, route.upstream, timeout=PROBE_TIMEOUT_S)
-    back = (linkprobe.round_trip(host, peer.listen, timeout=PROBE_TIMEOUT_S)
+    toward = linkprobe.round_trip(proxy.listen_at, route.listen, timeout=PROBE_TIMEOUT_S)
+    direct = linkprobe.round_trip(proxy.host, route.upstream, timeout=PROBE_TIMEOUT_S)
+    back = (linkprobe.round_trip(proxy.listen_at, peer.listen, timeout=PROBE_TIMEOUT_S)
             if peer is not None else None)
     if toward is not None or direct is None or (peer is not None and back is None):
         raise ClusterError(
@@ -140,7 +138,7 @@ def proxy_of(cluster: Any, failure: str) -> LinkProxy:
     proxy = getattr(cluster, "links", None)
     if proxy is None:
         raise InputError(f"failure {failure} needs a cluster whose links pass a fault proxy "
-                         "(process backend, ClusterSpec(links=True)); this one has none")
+                         "(ClusterSpec(links=True), a cluster the suite starts); this one has none")
     return proxy
 
 
@@ -172,7 +170,7 @@ def restore(cluster: Any, node: int, failure: str, timeout: float = 0.0) -> str:
     for route in proxy.node_routes(node):
         proxy.clear(route.name, drop_connections=fault.drop_connections)
     route = proxy.routes[f"n{node}-replication"]
-    healed = linkprobe.median_round_trip(proxy.host, route.listen, samples=3,
+    healed = linkprobe.median_round_trip(proxy.listen_at, route.listen, samples=3,
                                          timeout=PROBE_TIMEOUT_S)
     if healed is None or healed > HEAL_RTT_S:
         raise ClusterError(f"{failure} on {route.name} did not heal: round trip "
@@ -183,7 +181,8 @@ def restore(cluster: Any, node: int, failure: str, timeout: float = 0.0) -> str:
 
 def _failure(fault: LinkFault, colour: str, label: str) -> Failure:
     """The registry's entry: a degrading fault (``failure.degrading``)."""
-    return degrading(fault.name, fault.doc, "heal", colour, label, strike, restore)
+    return degrading(fault.name, fault.doc, "heal", colour, label, strike, restore,
+                     backends=SUITE_OWNED)
 
 
 # the FAILURES registry's entries (faults/registry.py, one line each)

@@ -65,7 +65,8 @@ def test_links_are_routed_through_the_proxy(cluster):
         assert ctrl.upstream == node.controller_port
     assert cluster.bootstrap_servers == ",".join(n.address for n in cluster.nodes)
     described = json.loads((cluster.workdir / "links.json").read_text())
-    assert described["routes"]["n1-replication"] == f"{route.listen} -> {route.upstream}"
+    assert described["routes"]["n1-replication"] == \
+        f"127.0.0.1:{route.listen} -> 127.0.0.1:{route.upstream}"
     assert described["pid"] == cluster.links.pid
 
 

@@ -165,10 +165,10 @@ def test_first_run_builds_the_proxy_for_link_fault_cases(monkeypatch):
     assert built == [1]
 
 
-def test_a_link_fault_off_the_process_backend_is_one_matrix_line(tmp_path):
-    text = matrix_error_line(tmp_path, "  backend: [docker]\n  failure: [one_way_partition]\n")
+def test_a_link_fault_on_an_external_cluster_is_one_matrix_line(tmp_path):
+    text = matrix_error_line(tmp_path, "  backend: [external]\n  failure: [one_way_partition]\n")
     assert ".failure" in text
-    assert "needs backend process" in text and "allowed on docker" in text
+    assert "needs backend process or docker" in text and "allowed on external" in text
 
 
 # no ci case while its open finding stands (docs/failures.md, "Known limit / open finding")
@@ -180,6 +180,8 @@ def test_the_link_faults_matrix_has_a_ci_case_per_value():
     ci = [c for c in matrix.cases if "ci" in c.markers]
     assert sorted(c.failure for c in ci) == sorted(set(LINK_FAILURES) - WITHOUT_CI)
     assert {(c.acks, c.backend, c.target) for c in ci} == {(-1, "process", "leader")}
+    docker = [c for c in matrix.cases if c.backend == "docker"]
+    assert sorted({c.failure for c in docker}) == sorted(LINK_FAILURES)
 
 
 def test_isr_watch_records_shrink_and_regrowth():
@@ -238,7 +240,8 @@ def test_the_registry_holds_the_link_faults():
     for name in LINK_FAILURES:
         failure = FAILURES[name]
         assert failure.event == name and failure.restore_event == "heal"
-        assert failure.backends == ("process",) and failure.watch_isr
+        assert failure.backends == ("process", "docker") and failure.watch_isr
         assert not failure.moves_leadership and name not in RANDOM_FAILURES
-        assert name in failures_on("process") and name not in failures_on("docker")
+        assert name in failures_on("process") and name in failures_on("docker")
+        assert name not in failures_on("external")
     assert len({FAILURES[n].colour for n in FAILURES}) == len(FAILURES)  # one colour each
