@@ -8,8 +8,6 @@ proxy outlives the cluster."""
 from __future__ import annotations
 
 import re
-import threading
-import time
 
 import psutil
 import pytest
@@ -17,8 +15,8 @@ import pytest
 from pytest_kreplica.cluster import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.docker_links import REPLICATION_PORT
 from pytest_kreplica.faults import links
-from pytest_kreplica.waits import wait_for
-from tests.acked import produce_until, read_partition
+from tests.acked import produce_until
+from tests.one_way import one_way_cycle
 
 
 @pytest.fixture(scope="module")
@@ -93,37 +91,4 @@ def test_one_way_partition_of_a_leader_shrinks_and_regrows_its_isr(links_cluster
     """Nothing reaches the leader's container over its links: its followers leave the ISR;
     after the heal it is full again and every record acknowledged with acks=all is there.
     The leader is not the active controller (cutting the quorum leader is another fault)."""
-    topic = "dlinks-one-way-isr"
-    links_cluster.create_topics([TopicSpec(topic, partitions=3, replication_factor=3,
-                                           config={"min.insync.replicas": "2"})], timeout=60)
-    links_cluster.wait_healthy([topic], timeout=60)
-    controller = links_cluster.active_controller()
-    partition, leader = next((p, s.leader) for p in range(3)
-                             if (s := links_cluster.partition_state(topic, p)).leader
-                             != controller)
-    stop, acked, failed = threading.Event(), [], []
-    producer = threading.Thread(target=produce_until,
-                                args=(links_cluster, topic, stop, acked, failed, partition))
-    producer.start()
-    try:
-        wait_for(lambda: None if len(acked) > 20 else f"{len(acked)} acked", 30,
-                 "the producer under way")
-        links.strike(links_cluster, leader, "one_way_partition")
-        struck = time.monotonic()
-        wait_for(lambda: None if len(links_cluster.partition_state(topic, partition).isr) < 3
-                 else str(links_cluster.partition_state(topic, partition)), 30,
-                 "the ISR shrinking while nothing reaches the leader")
-        shrunk_s = time.monotonic() - struck
-    finally:
-        links.restore(links_cluster, leader, "one_way_partition")
-    healed = time.monotonic()
-    links_cluster.wait_healthy([topic], timeout=90)
-    regrown_s = time.monotonic() - healed
-    stop.set()
-    producer.join(30)
-    assert acked, "nothing was acknowledged"
-    seen = read_partition(links_cluster, topic, partition)
-    lost = [(o, v) for o, v in acked if (o, v) not in seen]
-    print(f"docker: ISR shrank {shrunk_s:.1f} s after the strike, full {regrown_s:.1f} s "
-          f"after the heal; acked {len(acked)}, failed {len(failed)}, lost {len(lost)}")
-    assert lost == [], f"acknowledged records missing from the log: {lost[:5]}"
+    print("docker:", one_way_cycle(links_cluster, "dlinks-one-way-isr", produce_until))

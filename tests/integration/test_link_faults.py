@@ -25,8 +25,8 @@ from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.faults import links
 from pytest_kreplica.waits import wait_for
-from tests.acked import read_partition
 from tests.killed import child_session
+from tests.one_way import leader_besides_the_controller, one_way_cycle
 
 START_TIMEOUT = 120.0
 
@@ -112,50 +112,11 @@ def _produce(cluster, topic, stop, acked, failed, partition=0):
         producer.close(5)
 
 
-def _leader_besides_the_controller(cluster, topic: str) -> tuple[int, int]:
-    """(partition, leader) of a 3-partition topic whose leader is not the active controller.
-    Cutting the controller's own links is a different fault: the quorum moves, and while
-    it does, metadata may show the old ISR for a long time (seen: 30 s)."""
-    cluster.create_topics([TopicSpec(topic, partitions=3, replication_factor=3,
-                                     config={"min.insync.replicas": "2"})])
-    cluster.wait_healthy([topic], timeout=60)
-    controller = cluster.active_controller()
-    return next((p, s.leader) for p in range(3)
-                if (s := cluster.partition_state(topic, p)).leader != controller)
-
-
 def test_one_way_partition_of_the_leader_shrinks_and_regrows_the_isr(cluster):
     """Nothing reaches the leader: its followers stop fetching and leave the ISR (acks=all
     with min ISR 2 then refuses writes); after the heal the ISR is full again, and every
     acknowledged record is in the log."""
-    topic = "one-way-isr"
-    partition, leader = _leader_besides_the_controller(cluster, topic)
-    stop, acked, failed = threading.Event(), [], []
-    producer = threading.Thread(target=_produce,
-                                args=(cluster, topic, stop, acked, failed, partition))
-    producer.start()
-    try:
-        wait_for(lambda: None if len(acked) > 20 else f"{len(acked)} acked", 30,
-                 "the producer under way")
-        links.strike(cluster, leader, "one_way_partition")
-        struck = time.monotonic()
-        wait_for(lambda: None if len(cluster.partition_state(topic, partition).isr) < 3
-                 else str(cluster.partition_state(topic, partition)), 30,
-                 "the ISR shrinking while nothing reaches the leader")
-        shrunk_s = time.monotonic() - struck
-    finally:
-        links.restore(cluster, leader, "one_way_partition")
-    healed = time.monotonic()
-    cluster.wait_healthy([topic], timeout=90)
-    regrown_s = time.monotonic() - healed
-    stop.set()
-    producer.join(30)
-    assert acked, "nothing was acknowledged"
-    seen = read_partition(cluster, topic, partition)
-    lost = [(o, v) for o, v, _ in acked if (o, v) not in seen]
-    print(f"ISR shrank {shrunk_s:.1f} s after the strike, full {regrown_s:.1f} s after the "
-          f"heal; acked {len(acked)}, failed {len(failed)}, lost {len(lost)}")
-    assert lost == [], f"acknowledged records missing from the log: {lost[:5]}"
+    print(one_way_cycle(cluster, "one-way-isr", _produce))
 
 
 def test_slow_link_raises_produce_latency(cluster):
@@ -163,7 +124,7 @@ def test_slow_link_raises_produce_latency(cluster):
     not the active controller: slowing the controller's links delays every broker's
     heartbeats, fences them and empties the metadata clients see, a different effect."""
     topic = "slow-link-latency"
-    partition, leader = _leader_besides_the_controller(cluster, topic)
+    partition, leader = leader_besides_the_controller(cluster, topic)
 
     def latencies(seconds: float) -> list[float]:
         stop, acked, failed = threading.Event(), [], []

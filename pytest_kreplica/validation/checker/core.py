@@ -10,7 +10,6 @@ from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, TXNS, read_run_json
 from ...rundir import REPLICAS_JSON
 from ..spark import spark_log, start_spark
-from .anomalies import NAMES
 from .tables import (
     Table,
     check_run_dir,
@@ -84,7 +83,7 @@ def check(
     spark = start_spark(spark_master)
     extra: dict[str, Any] = {}
     with _spark_errors(path):
-        from . import rules
+        from . import findings, rules
 
         sends_df, polls_df = read_spark(spark, sends_table), read_spark(spark, polls_table)
         txn_counts: dict[str, int] = {}
@@ -103,21 +102,16 @@ def check(
             sends_df, polls_df = txn.v1_view(sends_df, polls_df, out)
             extra["history_version"] = txn.HISTORY_VERSION
         frames = rules.build(sends_df, polls_df, exempting, mirrored, assignments)
-        raw = rules.count(frames)
+        found = findings.find(frames)  # counts and examples in one pass
+        raw = found.counts
         _judge_bad_rows(raw, sends_table, polls_table, extra)
         counts = {k: v for k, v in raw.items() if k not in ("bad_sends", "bad_polls",
                                                             "reused_ids")}
         if raw["reused_ids"]:
             extra["reused_ids"] = raw["reused_ids"]
-        examples: dict[str, list] = dict(txn_examples)
-        lookup = (path / REPLICAS_JSON).exists()
-        if any(counts.get(a, 0) for a in NAMES):
-            with rules.cached(frames):
-                examples.update(rules.examples(frames, counts))
-                if lookup:
-                    _locate_missing(spark, path, frames, counts, examples, extra)
-        elif lookup:
-            counts.update(in_log=0, not_in_log=0)
+        examples: dict[str, list] = {**txn_examples, **found.examples}
+        if (path / REPLICAS_JSON).exists():
+            _locate_missing(spark, path, frames, found, counts, examples, extra)
     counts.update(txn_counts)
     return Verdict.from_counts(counts, chosen, examples, extra)
 
@@ -157,7 +151,7 @@ def _judge_bad_rows(raw: dict[str, int], sends: Table, polls: Table,
         raise HistoryError(problem or f"{table}: {bad} rows do not match the contract")
 
 
-def _locate_missing(spark, run_dir: Path, frames, counts: dict[str, int],
+def _locate_missing(spark, run_dir: Path, frames, found, counts: dict[str, int],
                     examples: dict[str, list], extra: dict[str, Any]) -> None:
     """Where the replica-log verifier is installed, look the lost and unseen ids up in the
     replicas' logs: ``in_log`` (kept by the broker, missed by the consumer) / ``not_in_log``.
@@ -175,15 +169,17 @@ def _locate_missing(spark, run_dir: Path, frames, counts: dict[str, int],
         extra["replica_lookup"] = ("not available "
                                    "(pytest_kreplica.validation.replicas.locate missing)")
         return
-    from . import rules
+    from . import findings
 
-    found = locate_missing(spark, run_dir, rules.missing_ids(frames)) or {}
-    found_counts = dict(found.get("counts", {}))
+    missing = (findings.missing_ids(frames) if found.missing is None
+               else findings.missing_frame(spark, found.missing))
+    located = locate_missing(spark, run_dir, missing) or {}
+    found_counts = dict(located.get("counts", {}))
     for key in ("in_log", "not_in_log"):
         counts[key] = int(found_counts.pop(key, 0) or 0)
     if found_counts:
         extra["replica_lookup"] = found_counts
-    for key, rows in (found.get("examples") or {}).items():
+    for key, rows in (located.get("examples") or {}).items():
         if rows:
             examples[key] = list(rows)
 

@@ -7,26 +7,21 @@ sends ∪ polls ──► window 1, by topic-partition ordered by offset: rank a
                   look up the process's assign / rebalance times (a broadcast, tiny)
             ──► per id: acked / failed / indeterminate / polled, positions (duplicated,
                   lost, unseen, aborted_reads, unexpected, recovered)
-            ──► one row of counts.
+            ──► one row of counts and examples (``findings``).
 
-Only counts come back to the driver; examples are fetched by a second query only when some
-anomaly occurred. Everything is Spark SQL expressions: no Python UDF.
+The per-id step also carries what a pair rule's example shows, so one query returns the
+counts and the examples together: a history with anomalies costs no second pass (the
+positions of the few duplicated / aborted / unexpected / recovered ids shown are read from
+the input, filtered by id, before any window). Everything is Spark SQL expressions: no Python UDF.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
-
-from .anomalies import NAMES
-from .verdict import EXAMPLES_PER_ANOMALY
 
 SEND, POLL = 0, 1
 TP = ("cluster", "topic", "partition")
@@ -37,6 +32,7 @@ class Frames:
     rows: DataFrame    # one row per send / poll, with per-row anomaly flags
     per_id: DataFrame  # one row per id, with per-id anomaly flags
     mirrored: bool
+    positions: DataFrame  # sends and polls before the windows: where each id was seen
 
 
 def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
@@ -75,6 +71,8 @@ def build(
     assign / rebalance exempts a pair only for a partition the process did not hold after
     it (its owner changed); an event without an assignment exempts every partition."""
     u = _union(sends, polls)
+    positions = u.where(F.col("known") | (F.col("good") & (F.col("src") == POLL))).select(
+        "id", "cluster", "topic", "partition", "offset", "process", "poll")
 
     # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first). Every
     # function shares one partitioning and order (only frames differ), so Spark runs them
@@ -141,7 +139,7 @@ def build(
     )
 
     per_id = _per_id(u, mirrored)
-    return Frames(rows=u, per_id=per_id, mirrored=mirrored)
+    return Frames(rows=u, per_id=per_id, mirrored=mirrored, positions=positions)
 
 
 def _moved_partition(assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]]
@@ -165,8 +163,26 @@ def _moved_partition(assignments: dict[int, list[tuple[int, tuple[str, ...] | No
                                              F.lit(False))))), F.lit(False))
 
 
-def _count(cond: Column) -> Column:
+def count_when(cond: Column) -> Column:
+    """How many rows ``cond`` holds for, as an aggregate."""
     return F.sum(F.when(cond, 1).otherwise(0))
+
+
+def _example_carriers() -> list[Column]:
+    """Per id, what its examples show, carried through the counting pass so that showing an
+    anomaly costs no second pass (``findings``): the first flagged pair of each pair rule and
+    the first inconsistent offset. Null for almost every row, so nearly free; every position
+    of every id would not be (measured: +17-26 % on a clean 1M history), so the positions of
+    the few ids shown are read from the input by ``findings``."""
+    c = F.col
+    pair = F.struct(c("prev_id"), c("cluster"), c("topic"), c("partition"), c("offset"),
+                    c("prev_offset"), c("process"), c("poll"), c("prev_poll"))
+    out = [F.min_by(F.when(c(flag), pair), F.when(c(flag), F.struct(c("o1"), c("o2"))))
+           .alias(f"ex_{flag}") for flag in ROW_FLAGS.values()]
+    out.append(F.min_by(F.when(c("inconsistent_offset"), F.struct(
+        c("id_lo"), c("id_hi"), c("cluster"), c("topic"), c("partition"), c("offset"))),
+        F.when(c("inconsistent_offset"), c("offset"))).alias("ex_inconsistent_offset"))
+    return out
 
 
 def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
@@ -187,26 +203,27 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
     if mirrored:
         polled_for_loss = polled_for_loss & (F.col("cluster") == "target")
     agg = u.groupBy("id").agg(
-        _count(good & (src == SEND)).alias("n_send"),
-        _count(F.col("ok")).alias("n_ok"),
-        _count(good & (src == SEND) & (F.col("status") == "fail")).alias("n_fail"),
-        _count(good & (src == SEND) & (F.col("status") == "info")).alias("n_info"),
-        _count(good & (src == POLL)).alias("n_poll"),
-        _count(polled_for_loss).alias("n_poll_loss"),
-        _count(~good).alias("n_bad"),
-        _count(~good & (src == SEND)).alias("n_bad_sends"),
-        _count(~good & (src == POLL)).alias("n_bad_polls"),
+        count_when(good & (src == SEND)).alias("n_send"),
+        count_when(F.col("ok")).alias("n_ok"),
+        count_when(good & (src == SEND) & (F.col("status") == "fail")).alias("n_fail"),
+        count_when(good & (src == SEND) & (F.col("status") == "info")).alias("n_info"),
+        count_when(good & (src == POLL)).alias("n_poll"),
+        count_when(polled_for_loss).alias("n_poll_loss"),
+        count_when(~good).alias("n_bad"),
+        count_when(~good & (src == SEND)).alias("n_bad_sends"),
+        count_when(~good & (src == POLL)).alias("n_bad_polls"),
         F.max(F.when(F.col("ok") & (F.col("max_polled") > F.col("offset")), 1)).alias("passed"),
         F.min(F.when(F.col("ok"), F.col("offset"))).alias("ok_offset"),
         F.min(F.when(F.col("ok"), F.col("topic"))).alias("ok_topic"),
         F.min(F.when(F.col("ok"), F.col("partition"))).alias("ok_partition"),
         F.min(F.when(F.col("ok"), F.col("cluster"))).alias("ok_cluster"),
         F.min(F.when(F.col("ok"), F.col("process"))).alias("ok_process"),
-        _count(F.col("nonmonotonic_poll")).alias("nonmonotonic_polls"),
-        _count(F.col("poll_skip")).alias("poll_skips"),
-        _count(F.col("nonmonotonic_send")).alias("nonmonotonic_sends"),
-        _count(F.col("inconsistent_offset")).alias("inconsistent_offsets"),
+        count_when(F.col("nonmonotonic_poll")).alias("nonmonotonic_polls"),
+        count_when(F.col("poll_skip")).alias("poll_skips"),
+        count_when(F.col("nonmonotonic_send")).alias("nonmonotonic_sends"),
+        count_when(F.col("inconsistent_offset")).alias("inconsistent_offsets"),
         *spread,
+        *_example_carriers(),
     )
     dup = F.lit(False)
     for i in range(len(buckets)):
@@ -246,120 +263,8 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
 
 
 ID_FLAGS = ("lost", "unseen", "duplicated", "aborted_reads", "unexpected", "recovered")
-EXAMPLE_COLUMNS = {
-    "id": "string", "other_id": "string", "prev_id": "string", "cluster": "string",
-    "topic": "string", "partition": "long", "offset": "long", "prev_offset": "long",
-    "process": "long", "poll": "long", "prev_poll": "long",
-}
 PAIR_COUNTS = ("nonmonotonic_polls", "poll_skips", "nonmonotonic_sends", "inconsistent_offsets")
+# a pair rule's count and the per-row flag it counts
+ROW_FLAGS = {"nonmonotonic_polls": "nonmonotonic_poll", "poll_skips": "poll_skip",
+             "nonmonotonic_sends": "nonmonotonic_send"}
 RULE_NAMES = (*ID_FLAGS, *PAIR_COUNTS)  # the version 1 anomalies; txn.py counts the others
-
-
-def count(frames: Frames) -> dict[str, int]:
-    """Every anomaly and total in one query (one row back to the driver)."""
-    p = frames.per_id
-    real = F.col("id").isNotNull()
-    row = p.agg(
-        *[_count(F.col(name) & real).alias(name) for name in ID_FLAGS],
-        *[F.coalesce(F.sum(name), F.lit(0)).alias(name) for name in PAIR_COUNTS],
-        F.coalesce(F.sum("n_send"), F.lit(0)).alias("sent"),
-        F.coalesce(F.sum("n_ok"), F.lit(0)).alias("acked"),
-        F.coalesce(F.sum("n_fail"), F.lit(0)).alias("failed"),
-        F.coalesce(F.sum("n_info"), F.lit(0)).alias("indeterminate"),
-        F.coalesce(F.sum("n_poll"), F.lit(0)).alias("polled"),
-        F.coalesce(F.sum("n_bad_sends"), F.lit(0)).alias("bad_sends"),
-        F.coalesce(F.sum("n_bad_polls"), F.lit(0)).alias("bad_polls"),
-        _count(real & (F.col("n_send") > 1)).alias("reused_ids"),
-    ).collect()[0]
-    return {k: int(v or 0) for k, v in row.asDict().items()}
-
-
-def examples(frames: Frames, counts: dict[str, int],
-             limit: int = EXAMPLES_PER_ANOMALY) -> dict[str, list[dict[str, Any]]]:
-    """A few offending rows per anomaly that occurred, in one query."""
-    wanted = [name for name in NAMES if counts.get(name) and name in RULE_NAMES]
-    if not wanted:
-        return {}
-    rows, per_id = frames.rows, frames.per_id
-
-    def shape(df: DataFrame, anomaly: str, cap: int = limit, **cols: Column) -> DataFrame:
-        return df.select(
-            F.lit(anomaly).alias("anomaly"),
-            *[(cols[k] if k in cols else F.lit(None)).cast(kind).alias(k)
-              for k, kind in EXAMPLE_COLUMNS.items()],
-        ).limit(cap)
-
-    c = F.col
-    parts = []
-    for name in wanted:
-        if name in ("lost", "unseen"):
-            parts.append(shape(per_id.where(c(name)), name, id=c("id"), cluster=c("ok_cluster"),
-                               topic=c("ok_topic"), partition=c("ok_partition"),
-                               offset=c("ok_offset"), process=c("ok_process")))
-        elif name in ("duplicated", "aborted_reads", "unexpected", "recovered"):
-            # the ids, then their polled / acknowledged positions
-            ids = per_id.where(c(name)).select(c("id").alias("x_id")).limit(limit)
-            where = rows.where(c("known") | (c("good") & (c("src") == POLL)))
-            hits = where.join(F.broadcast(ids), c("id") == c("x_id"))
-            parts.append(shape(hits, name, id=c("id"), cluster=c("cluster"), topic=c("topic"),
-                               partition=c("partition"), offset=c("offset"),
-                               process=c("process"), poll=c("poll"), cap=limit * 4))
-        elif name == "inconsistent_offsets":
-            parts.append(shape(rows.where(c("inconsistent_offset")), name, id=c("id_lo"),
-                               other_id=c("id_hi"), cluster=c("cluster"), topic=c("topic"),
-                               partition=c("partition"), offset=c("offset")))
-        else:
-            flag = {"nonmonotonic_polls": "nonmonotonic_poll", "poll_skips": "poll_skip",
-                    "nonmonotonic_sends": "nonmonotonic_send"}[name]
-            parts.append(shape(rows.where(c(flag)), name, id=c("id"), prev_id=c("prev_id"),
-                               cluster=c("cluster"), topic=c("topic"),
-                               partition=c("partition"), offset=c("offset"),
-                               prev_offset=c("prev_offset"), process=c("process"),
-                               poll=c("poll"), prev_poll=c("prev_poll")))
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
-    collected = union.collect()
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in collected:
-        d = {k: v for k, v in r.asDict().items() if v is not None and k != "anomaly"}
-        out.setdefault(r["anomaly"], []).append(d)
-    for name in ("duplicated", "aborted_reads", "unexpected", "recovered"):
-        if name in out:
-            out[name] = _group_positions(out[name], limit)
-    return out
-
-
-def _group_positions(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """Per id: where it was seen, ``positions`` as topic/partition/offset (and cluster)."""
-    grouped: dict[str, dict[str, Any]] = {}
-    for r in sorted(rows, key=lambda r: (r["id"], r.get("topic", ""), r.get("partition", -1),
-                                         r.get("offset", -1))):
-        entry = grouped.setdefault(r["id"], {"id": r["id"], "positions": []})
-        pos = {k: r[k] for k in ("cluster", "topic", "partition", "offset", "process", "poll")
-               if k in r}
-        if pos not in entry["positions"]:
-            entry["positions"].append(pos)
-    return list(grouped.values())[:limit]
-
-
-@contextmanager
-def cached(frames: Frames) -> Iterator[None]:
-    """Keep the row and per-id tables while several queries read them (examples, replica
-    lookup): each is computed once instead of once per query."""
-    frames.rows.persist(StorageLevel.MEMORY_AND_DISK)
-    frames.per_id.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        yield
-    finally:
-        frames.per_id.unpersist()
-        frames.rows.unpersist()
-
-
-def missing_ids(frames: Frames) -> DataFrame:
-    """Lost and unseen ids with their acknowledged position (for the replica-log lookup)."""
-    p = frames.per_id
-    return p.where(F.col("lost") | F.col("unseen")).select(
-        "id", F.col("ok_cluster").alias("cluster"), F.col("ok_topic").alias("topic"),
-        F.col("ok_partition").alias("partition"), F.col("ok_offset").alias("offset"),
-        F.when(F.col("lost"), "lost").otherwise("unseen").alias("anomaly"))
