@@ -51,7 +51,8 @@ def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
         F.coalesce(F.sum("n_bad_polls"), F.lit(0)).alias("bad_polls"),
         count_when(real & (c("n_send") > 1)).alias("reused_ids"),
         *_example_columns(limit),
-        _lowest(_missing_row(), (c("lost") | c("unseen")) & real, MISSING_IN_PASS)
+        _lowest(F.struct(*_missing_columns()), (c("lost") | c("unseen")) & real,
+                MISSING_IN_PASS)
         .alias("x_missing"),
     ).collect()[0].asDict(recursive=True)
     counts = {k: int(v or 0) for k, v in row.items() if not k.startswith("x_")}
@@ -69,11 +70,7 @@ def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
 def missing_ids(frames: Frames) -> DataFrame:
     """Lost and unseen ids with their acknowledged position (for the replica-log lookup):
     the second read, only when there are more than ``MISSING_IN_PASS``."""
-    p = frames.per_id
-    return p.where(F.col("lost") | F.col("unseen")).select(
-        "id", F.col("ok_cluster").alias("cluster"), F.col("ok_topic").alias("topic"),
-        F.col("ok_partition").alias("partition"), F.col("ok_offset").alias("offset"),
-        F.when(F.col("lost"), "lost").otherwise("unseen").alias("anomaly"))
+    return frames.per_id.where(F.col("lost") | F.col("unseen")).select(*_missing_columns())
 
 
 def missing_frame(spark, rows: list[dict[str, Any]]) -> DataFrame:
@@ -88,12 +85,14 @@ def _lowest(value: Column, where: Column, k: int) -> Column:
     return F.min_by(F.when(where, value), F.when(where, F.col("id")), k)
 
 
-def _missing_row() -> Column:
+def _missing_columns() -> list[Column]:
+    """A lost or unseen id and where it was acknowledged, as the look-up takes it
+    (``MISSING_SCHEMA``)."""
     c = F.col
-    return F.struct(c("id"), c("ok_cluster").alias("cluster"), c("ok_topic").alias("topic"),
-                    c("ok_partition").cast("long").alias("partition"),
-                    c("ok_offset").cast("long").alias("offset"),
-                    F.when(c("lost"), "lost").otherwise("unseen").alias("anomaly"))
+    return [c("id"), c("ok_cluster").alias("cluster"), c("ok_topic").alias("topic"),
+            c("ok_partition").cast("long").alias("partition"),
+            c("ok_offset").cast("long").alias("offset"),
+            F.when(c("lost"), "lost").otherwise("unseen").alias("anomaly")]
 
 
 def _example_columns(limit: int) -> list[Column]:

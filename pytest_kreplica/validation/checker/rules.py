@@ -29,9 +29,7 @@ TP = ("cluster", "topic", "partition")
 
 @dataclass
 class Frames:
-    rows: DataFrame    # one row per send / poll, with per-row anomaly flags
-    per_id: DataFrame  # one row per id, with per-id anomaly flags
-    mirrored: bool
+    per_id: DataFrame  # one row per id, with its anomaly flags and example carriers
     positions: DataFrame  # sends and polls before the windows: where each id was seen
 
 
@@ -139,7 +137,7 @@ def build(
     )
 
     per_id = _per_id(u, mirrored)
-    return Frames(rows=u, per_id=per_id, mirrored=mirrored, positions=positions)
+    return Frames(per_id=per_id, positions=positions)
 
 
 def _moved_partition(assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]]
