@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_kreplica.cluster.base import TopicSpec
+from pytest_kreplica.errors import ClusterError
 from pytest_kreplica.faults import links
 from pytest_kreplica.waits import wait_for
 from tests.acked import read_partition
@@ -23,9 +24,25 @@ def leader_besides_the_controller(cluster: Any, topic: str) -> tuple[int, int]:
     cluster.create_topics([TopicSpec(topic, partitions=3, replication_factor=3,
                                      config={"min.insync.replicas": "2"})], timeout=60)
     cluster.wait_healthy([topic], timeout=60)
-    controller = cluster.active_controller()
+    # a fault of an earlier test may have moved the quorum: take its leader once two reads
+    # a second apart agree
+    reads: list[int] = []
+
+    def settled() -> str | None:
+        reads.append(cluster.active_controller())
+        return None if reads[-2:] == [reads[-1]] * 2 else f"quorum leaders read {reads[-2:]}"
+
+    wait_for(settled, 60, "a settled KRaft quorum leader", poll=1.0)
     return next((p, s.leader) for p in range(3)
-                if (s := cluster.partition_state(topic, p)).leader != controller)
+                if (s := cluster.partition_state(topic, p)).leader != reads[-1])
+
+
+def quorum_of(cluster: Any) -> str:
+    """The KRaft quorum as DescribeQuorum answers it now, for a failure message."""
+    try:
+        return str(cluster.quorum())
+    except Exception as exc:  # noqa: BLE001 - a diagnostic only
+        return f"unreadable ({type(exc).__name__}: {exc})"
 
 
 def one_way_cycle(cluster: Any, topic: str, produce: Callable[..., None]) -> str:
@@ -42,9 +59,13 @@ def one_way_cycle(cluster: Any, topic: str, produce: Callable[..., None]) -> str
                  "the producer under way")
         links.strike(cluster, leader, "one_way_partition")
         struck = time.monotonic()
-        wait_for(lambda: None if len(cluster.partition_state(topic, partition).isr) < 3
-                 else str(cluster.partition_state(topic, partition)), 30,
-                 "the ISR shrinking while nothing reaches the leader")
+        try:
+            wait_for(lambda: None if len(cluster.partition_state(topic, partition).isr) < 3
+                     else str(cluster.partition_state(topic, partition)), 60,
+                     "the ISR shrinking while nothing reaches the leader")
+        except ClusterError as exc:
+            raise ClusterError(f"{exc}; leader {leader}, the quorum at the time-out: "
+                               f"{quorum_of(cluster)}") from None
         shrunk_s = time.monotonic() - struck
     finally:
         links.restore(cluster, leader, "one_way_partition")

@@ -7,6 +7,7 @@ import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.faults import preferred, reassign
+from pytest_kreplica.waits import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,16 @@ def test_reassign_and_preferred_election_act_on_docker(cluster4):
     target = [r for r in before.replicas if r != before.leader] + [spare]
     assert list(moved.replicas) == target and moved.isr_full, (measured, moved)
     elected = preferred.strike(cluster4, moved.leader)
-    after = cluster4.partition_state(name, 0)
+    # the strike saw the new leader in one broker's metadata; the broker answering the next
+    # read may replay the metadata log a moment later (seen in CI under load)
+    seen = {}
+
+    def elected_here() -> str | None:
+        seen["after"] = cluster4.partition_state(name, 0)
+        return None if seen["after"].leader != moved.leader else str(seen["after"])
+
+    wait_for(elected_here, 30, "the answering broker's metadata naming the elected leader")
+    after = seen["after"]
     print(f"{measured}\n{elected}")
     assert after.leader != moved.leader and after.replicas[0] == after.leader, after
     assert f"leader {moved.leader} -> {after.leader}" in elected, elected
