@@ -259,6 +259,9 @@ def _classic(url: str, extra_conf: dict[str, str]) -> SparkSession:
         .set("spark.ui.showConsoleProgress", "false")
         .set("spark.sql.shuffle.partitions", "4")
         .set("spark.sql.adaptive.enabled", "true")
+        # PySpark's call-site capture costs four py4j round trips per DataFrame function; a
+        # small check builds its plan from ~570 of them (measured: 2.0 s -> 1.5 s a check)
+        .set("spark.python.sql.dataFrameDebugging.enabled", "false")
         .set("spark.driver.extraJavaOptions", _driver_java_options(local))
     )
     if local:

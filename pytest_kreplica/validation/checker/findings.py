@@ -2,13 +2,14 @@
 
 Users wait longest for the histories with anomalies, so finding and showing them must not
 cost a second full pass over the history (issue 15). The per-id step of the rules
-(``rules._example_carriers``) carries what a pair rule's example shows; the one aggregation that
-counts every anomaly also keeps, per anomaly, the examples of the lowest ids
-(``min_by(…, k)``: a bounded top-k, not a collected list), and the lost and unseen ids for
-the replica-log look-up up to ``MISSING_IN_PASS`` of them. The positions of the few
-duplicated / aborted / unexpected / recovered ids shown come from one scan of the input
-filtered by those ids (no window, no shuffle). Only a history with more missing ids than
-that reads its per-id table a second time, for the look-up alone.
+(``rules._example_carriers``) carries the row numbers of what a pair rule's example shows;
+the one aggregation that counts every anomaly also keeps, per anomaly, the lowest ids with
+those row numbers (``min_by(…, k)``: a bounded top-k, not a collected list), and the lost and
+unseen ids for the replica-log look-up up to ``MISSING_IN_PASS`` of them. The rows behind
+them (where an id was acknowledged, the two polls of a pair, every position of a duplicated
+id) come from one scan of the input filtered by those row numbers and ids (no window, no
+shuffle), and only when there is an anomaly. Only a history with more missing ids than that
+reads its per-id table a second time, for the look-up alone.
 """
 
 from __future__ import annotations
@@ -51,26 +52,34 @@ def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
         F.coalesce(F.sum("n_bad_polls"), F.lit(0)).alias("bad_polls"),
         count_when(real & (c("n_send") > 1)).alias("reused_ids"),
         *_example_columns(limit),
-        _lowest(F.struct(*_missing_columns()), (c("lost") | c("unseen")) & real,
-                MISSING_IN_PASS)
-        .alias("x_missing"),
+        _lowest(F.struct(c("id"), c("ok_seq").alias("seq"), _anomaly()),
+                (c("lost") | c("unseen")) & real, MISSING_IN_PASS).alias("x_missing"),
     ).collect()[0].asDict(recursive=True)
     counts = {k: int(v or 0) for k, v in row.items() if not k.startswith("x_")}
-    examples = {}
-    for name in (*ID_FLAGS, *PAIR_COUNTS):
-        found = [_plain(e) for e in row.get(f"x_{name}") or [] if counts.get(name)]
-        if found:
-            examples[name] = found
-    _add_positions(frames, examples, limit)
+    carried = {name: (row.get(f"x_{name}") or []) if counts.get(name) else []
+               for name in (*ID_FLAGS, *PAIR_COUNTS)}
     missing = row["x_missing"] or []
+    rows = _read_rows(frames, carried, missing)
+    examples = {name: found for name, found in
+                ((name, _example(name, carried[name], rows, limit)) for name in carried)
+                if found}
     too_many = counts["lost"] + counts["unseen"] > len(missing)
-    return Findings(counts, examples, None if too_many else missing)
+    located = [{"id": m["id"], **_at(rows["seq"].get(m["seq"]), ("cluster", "topic",
+                                                                 "partition", "offset")),
+                "anomaly": m["anomaly"]} for m in missing]
+    return Findings(counts, examples, None if too_many else located)
 
 
 def missing_ids(frames: Frames) -> DataFrame:
     """Lost and unseen ids with their acknowledged position (for the replica-log lookup):
     the second read, only when there are more than ``MISSING_IN_PASS``."""
-    return frames.per_id.where(F.col("lost") | F.col("unseen")).select(*_missing_columns())
+    c = F.col
+    ids = frames.per_id.where(c("lost") | c("unseen")).select(
+        c("id").alias("m_id"), c("ok_seq").alias("m_seq"), _anomaly())
+    at = frames.positions.select("seq", "cluster", "topic", "partition", "offset")
+    return ids.join(at, c("m_seq") == c("seq"), "left").select(
+        c("m_id").alias("id"), "cluster", "topic", c("partition").cast("long"),
+        c("offset").cast("long"), "anomaly")
 
 
 def missing_frame(spark, rows: list[dict[str, Any]]) -> DataFrame:
@@ -85,48 +94,85 @@ def _lowest(value: Column, where: Column, k: int) -> Column:
     return F.min_by(F.when(where, value), F.when(where, F.col("id")), k)
 
 
-def _missing_columns() -> list[Column]:
-    """A lost or unseen id and where it was acknowledged, as the look-up takes it
-    (``MISSING_SCHEMA``)."""
-    c = F.col
-    return [c("id"), c("ok_cluster").alias("cluster"), c("ok_topic").alias("topic"),
-            c("ok_partition").cast("long").alias("partition"),
-            c("ok_offset").cast("long").alias("offset"),
-            F.when(c("lost"), "lost").otherwise("unseen").alias("anomaly")]
+def _anomaly() -> Column:
+    return F.when(F.col("lost"), "lost").otherwise("unseen").alias("anomaly")
 
 
 def _example_columns(limit: int) -> list[Column]:
+    """Per anomaly, the lowest ids shown and the row numbers of what they show."""
     c = F.col
     real = c("id").isNotNull()
-    out = []
-    for name in ("lost", "unseen"):
-        out.append(_lowest(F.struct(
-            c("id"), c("ok_cluster").alias("cluster"), c("ok_topic").alias("topic"),
-            c("ok_partition").alias("partition"), c("ok_offset").alias("offset"),
-            c("ok_process").alias("process")), c(name) & real, limit).alias(f"x_{name}"))
+    out = [_lowest(F.struct(c("id"), c("ok_seq").alias("seq")), c(name) & real, limit)
+           .alias(f"x_{name}") for name in ("lost", "unseen")]
     for name in POSITIONED:
         out.append(_lowest(F.struct(c("id")), c(name) & real, limit).alias(f"x_{name}"))
     for name, flag in ROW_FLAGS.items():
-        out.append(_lowest(F.struct(c("id"), c(f"ex_{flag}").alias("pair")),
+        out.append(_lowest(F.struct(c("id"), c(f"ex_{flag}").alias("seq"),
+                                    c(f"ex_{flag}_prev").alias("prev")),
                            c(f"ex_{flag}").isNotNull(), limit).alias(f"x_{name}"))
     incons = c("ex_inconsistent_offset")
-    out.append(_lowest(incons, incons.isNotNull(), limit).alias("x_inconsistent_offsets"))
+    out.append(_lowest(F.struct(incons.alias("seq"),
+                                c("ex_inconsistent_offset_other").alias("other")),
+                       incons.isNotNull(), limit).alias("x_inconsistent_offsets"))
     return out
 
 
-def _add_positions(frames: Frames, examples: dict[str, list[dict[str, Any]]],
-                   limit: int) -> None:
-    """Where each shown duplicated / aborted / unexpected / recovered id was acknowledged or
-    polled: one scan of the input filtered by those few ids (no window, no shuffle of the
-    history), only when there are any."""
-    ids = sorted({e["id"] for name in POSITIONED for e in examples.get(name, [])})
-    if not ids:
-        return
-    rows = [r.asDict() for r in frames.positions.where(F.col("id").isin(ids)).collect()]
-    for name in POSITIONED:
-        if name in examples:
-            wanted = {e["id"] for e in examples[name]}
-            examples[name] = _group_positions([r for r in rows if r["id"] in wanted], limit)
+def _read_rows(frames: Frames, carried: dict[str, list[dict[str, Any]]],
+               missing: list[dict[str, Any]]) -> dict[str, dict[Any, Any]]:
+    """The input rows behind the examples and the missing ids: one scan filtered by their
+    row numbers and by the shown duplicated / aborted / unexpected / recovered ids, only
+    when there is anything to show. ``{"seq": {seq: row}, "id": {id: [rows]}}``."""
+    seqs = sorted({e[k] for name, found in carried.items() if name not in POSITIONED
+                   for e in found for k in ("seq", "prev", "other") if e.get(k) is not None}
+                  | {m["seq"] for m in missing if m.get("seq") is not None})
+    ids = sorted({e["id"] for name in POSITIONED for e in carried[name]})
+    out: dict[str, dict[Any, Any]] = {"seq": {}, "id": {}}
+    if not seqs and not ids:
+        return out
+    wanted = F.lit(False)
+    if seqs:
+        wanted = wanted | F.col("seq").isin(seqs)
+    if ids:
+        wanted = wanted | F.col("id").isin(ids)
+    for r in frames.positions.where(wanted).collect():
+        row = r.asDict()
+        out["seq"][row["seq"]] = row
+        out["id"].setdefault(row["id"], []).append(row)
+    return out
+
+
+def _at(row: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: row.get(k) for k in keys} if row else {k: None for k in keys}
+
+
+def _example(name: str, carried: list[dict[str, Any]], rows: dict[str, dict[Any, Any]],
+             limit: int) -> list[dict[str, Any]]:
+    """One anomaly's examples as the verdict shows them, no empty keys."""
+    by_seq = rows["seq"]
+    out = []
+    for e in carried:
+        if name in ("lost", "unseen"):
+            shown = {"id": e["id"], **_at(by_seq.get(e["seq"]), (
+                "cluster", "topic", "partition", "offset", "process"))}
+        elif name in ROW_FLAGS:
+            this, prev = by_seq.get(e["seq"]) or {}, by_seq.get(e["prev"]) or {}
+            shown = {"id": e["id"], "prev_id": prev.get("id"), **_at(this, (
+                "cluster", "topic", "partition", "offset")), "prev_offset": prev.get("offset"),
+                "process": this.get("process"), "poll": this.get("poll"),
+                "prev_poll": prev.get("poll")}
+        elif name == "inconsistent_offsets":
+            lo, hi = by_seq.get(e["seq"]) or {}, by_seq.get(e["other"]) or {}
+            shown = {"id": lo.get("id"), "other_id": hi.get("id"),
+                     **_at(lo, ("cluster", "topic", "partition", "offset"))}
+        else:
+            continue
+        out.append({k: v for k, v in shown.items() if v is not None})
+    if name in POSITIONED:
+        # where it was acknowledged at an offset, or polled (not an acks=0 send's no-offset)
+        wanted = [r for e in carried for r in rows["id"].get(e["id"], [])
+                  if r["offset"] is not None or r["poll"] is not None]
+        return _group_positions(wanted, limit)
+    return out
 
 
 def _group_positions(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -143,13 +189,3 @@ def _group_positions(rows: list[dict[str, Any]], limit: int) -> list[dict[str, A
         if pos not in entry["positions"]:
             entry["positions"].append(pos)
     return list(grouped.values())[:limit]
-
-
-def _plain(example: dict[str, Any]) -> dict[str, Any]:
-    """An example as the verdict shows it: pairs flat, no empty keys."""
-    if "pair" in example:
-        return {k: v for k, v in {"id": example["id"], **(example["pair"] or {})}.items()
-                if v is not None}
-    if "id_lo" in example:  # inconsistent offsets: the two ids at one offset
-        example = {**example, "id": example.pop("id_lo"), "other_id": example.pop("id_hi")}
-    return {k: v for k, v in example.items() if v is not None}

@@ -9,10 +9,12 @@ sends ∪ polls ──► window 1, by topic-partition ordered by offset: rank a
                   lost, unseen, aborted_reads, unexpected, recovered)
             ──► one row of counts and examples (``findings``).
 
-The per-id step also carries what a pair rule's example shows, so one query returns the
-counts and the examples together: a history with anomalies costs no second pass (the
-positions of the few duplicated / aborted / unexpected / recovered ids shown are read from
-the input, filtered by id, before any window). Everything is Spark SQL expressions: no Python UDF.
+The per-id step also carries which rows a pair rule's example shows, so one query returns
+the counts and the examples together: a history with anomalies costs no second pass (the few
+rows shown are read afterwards from the input, filtered by their row numbers or ids, before
+any window). Every aggregate of the per-id step is over longs, which keeps it a hash
+aggregation: strings are compared as hashes (``code``) and examples carried as row numbers
+(``seq``). Everything is Spark SQL expressions: no Python UDF.
 """
 
 from __future__ import annotations
@@ -30,17 +32,20 @@ TP = ("cluster", "topic", "partition")
 @dataclass
 class Frames:
     per_id: DataFrame  # one row per id, with its anomaly flags and example carriers
-    positions: DataFrame  # sends and polls before the windows: where each id was seen
+    # sends and polls before the windows, by row number (``seq``): where each id was seen
+    positions: DataFrame
 
 
 def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
     s = sends.select(
+        (F.monotonically_increasing_id() * 2 + SEND).alias("seq"),
         F.lit(SEND).alias("src"), (~F.col("_bad")).alias("good"),
         "process", "topic", "partition", "offset", "id", "cluster", "status",
         F.col("invoke_ns").alias("o1"), F.col("complete_ns").alias("o2"),
         F.lit(None).cast(LongType()).alias("t"), F.lit(None).cast(LongType()).alias("poll"),
     )
     p = polls.withColumn("_seq", F.monotonically_increasing_id()).select(
+        (F.col("_seq") * 2 + POLL).alias("seq"),
         F.lit(POLL).alias("src"), (~F.col("_bad")).alias("good"),
         "process", "topic", "partition", "offset", "id", "cluster",
         F.lit(None).cast("string").alias("status"),
@@ -69,8 +74,9 @@ def build(
     assign / rebalance exempts a pair only for a partition the process did not hold after
     it (its owner changed); an event without an assignment exempts every partition."""
     u = _union(sends, polls)
-    positions = u.where(F.col("known") | (F.col("good") & (F.col("src") == POLL))).select(
-        "id", "cluster", "topic", "partition", "offset", "process", "poll")
+    positions = u.where(F.col("known") | F.col("ok") | (F.col("good") & (F.col("src") == POLL))
+                        ).select("seq", "id", "cluster", "topic", "partition", "offset",
+                                 "process", "poll")
 
     # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first). Every
     # function shares one partitioning and order (only frames differ), so Spark runs them
@@ -86,6 +92,10 @@ def build(
         (F.row_number().over(w1) == F.rank().over(w1)).alias("first_at_offset"),
         F.min(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_lo"),
         F.max(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_hi"),
+        F.min_by(F.when(F.col("known"), F.col("seq")), F.when(F.col("known"), F.col("id")))
+        .over(at_offset).alias("seq_lo"),
+        F.max_by(F.when(F.col("known"), F.col("seq")), F.when(F.col("known"), F.col("id")))
+        .over(at_offset).alias("seq_hi"),
         F.max(F.when(F.col("good") & (F.col("src") == POLL), F.col("offset")))
         .over(whole_tp).alias("max_polled"),
     )
@@ -102,7 +112,7 @@ def build(
         F.lag("kr").over(w2).alias("prev_kr"),
         F.lag("t").over(w2).alias("prev_t"),
         F.lag("id").over(w2).alias("prev_id"),
-        F.lag("poll").over(w2).alias("prev_poll"),
+        F.lag("seq").over(w2).alias("prev_seq"),
     )
     is_poll = F.col("stream") == "P"
     has_prev = F.col("prev_offset").isNotNull()
@@ -167,20 +177,30 @@ def count_when(cond: Column) -> Column:
 
 
 def _example_carriers() -> list[Column]:
-    """Per id, what its examples show, carried through the counting pass so that showing an
-    anomaly costs no second pass (``findings``): the first flagged pair of each pair rule and
-    the first inconsistent offset. Null for almost every row, so nearly free; every position
-    of every id would not be (measured: +17-26 % on a clean 1M history), so the positions of
-    the few ids shown are read from the input by ``findings``."""
+    """Per id, which rows its examples show, carried through the counting pass so that
+    showing an anomaly costs no second pass (``findings``): the row sequence numbers of the
+    first flagged pair of each pair rule and of the two ids at an inconsistent offset.
+    Longs only, so the per-id step stays a hash aggregation (a string or a struct in any
+    aggregate makes Spark sort every row by id twice); ``findings`` reads the few rows shown
+    by their numbers."""
     c = F.col
-    pair = F.struct(c("prev_id"), c("cluster"), c("topic"), c("partition"), c("offset"),
-                    c("prev_offset"), c("process"), c("poll"), c("prev_poll"))
-    out = [F.min_by(F.when(c(flag), pair), F.when(c(flag), F.struct(c("o1"), c("o2"))))
-           .alias(f"ex_{flag}") for flag in ROW_FLAGS.values()]
-    out.append(F.min_by(F.when(c("inconsistent_offset"), F.struct(
-        c("id_lo"), c("id_hi"), c("cluster"), c("topic"), c("partition"), c("offset"))),
-        F.when(c("inconsistent_offset"), c("offset"))).alias("ex_inconsistent_offset"))
+    out = []
+    for flag in ROW_FLAGS.values():
+        first = F.when(c(flag), c("seq"))
+        out += [F.min(first).alias(f"ex_{flag}"),
+                F.min_by(F.when(c(flag), c("prev_seq")), first).alias(f"ex_{flag}_prev")]
+    first = F.when(c("inconsistent_offset"), c("seq"))
+    out += [F.min_by(F.when(c("inconsistent_offset"), c("seq_lo")), first)
+            .alias("ex_inconsistent_offset"),
+            F.min_by(F.when(c("inconsistent_offset"), c("seq_hi")), first)
+            .alias("ex_inconsistent_offset_other")]
     return out
+
+
+def code(name: str) -> Column:
+    """A string column as a long (xxhash64; null stays null), for aggregates that only
+    compare values: a long keeps the per-id aggregation a hash aggregation."""
+    return F.when(F.col(name).isNotNull(), F.xxhash64(name))
 
 
 def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
@@ -195,8 +215,9 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
     for i, bucket in enumerate(buckets):
         cond = known & bucket
         for coord in ("topic", "partition", "offset"):
-            spread += [F.min(F.when(cond, F.col(coord))).alias(f"lo{i}_{coord}"),
-                       F.max(F.when(cond, F.col(coord))).alias(f"hi{i}_{coord}")]
+            value = code(coord) if coord == "topic" else F.col(coord)
+            spread += [F.min(F.when(cond, value)).alias(f"lo{i}_{coord}"),
+                       F.max(F.when(cond, value)).alias(f"hi{i}_{coord}")]
     polled_for_loss = (src == POLL) & good
     if mirrored:
         polled_for_loss = polled_for_loss & (F.col("cluster") == "target")
@@ -212,10 +233,10 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
         count_when(~good & (src == POLL)).alias("n_bad_polls"),
         F.max(F.when(F.col("ok") & (F.col("max_polled") > F.col("offset")), 1)).alias("passed"),
         F.min(F.when(F.col("ok"), F.col("offset"))).alias("ok_offset"),
-        F.min(F.when(F.col("ok"), F.col("topic"))).alias("ok_topic"),
+        F.min(F.when(F.col("ok"), code("topic"))).alias("ok_topic_code"),
         F.min(F.when(F.col("ok"), F.col("partition"))).alias("ok_partition"),
-        F.min(F.when(F.col("ok"), F.col("cluster"))).alias("ok_cluster"),
-        F.min(F.when(F.col("ok"), F.col("process"))).alias("ok_process"),
+        F.min(F.when(F.col("ok"), code("cluster"))).alias("ok_cluster_code"),
+        F.min(F.when(F.col("ok"), F.col("seq"))).alias("ok_seq"),
         count_when(F.col("nonmonotonic_poll")).alias("nonmonotonic_polls"),
         count_when(F.col("poll_skip")).alias("poll_skips"),
         count_when(F.col("nonmonotonic_send")).alias("nonmonotonic_sends"),
@@ -245,13 +266,14 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
     # mirrored: lost when an id acknowledged later in the same source partition was polled
     # on the target (mirrored partitions keep their numbers and order)
     reach = (per_id.where((F.col("n_ok") > 0) & (F.col("n_poll_loss") > 0))
-             .groupBy(F.col("ok_cluster").alias("r_cluster"), F.col("ok_topic").alias("r_topic"),
+             .groupBy(F.col("ok_cluster_code").alias("r_cluster"),
+                      F.col("ok_topic_code").alias("r_topic"),
                       F.col("ok_partition").alias("r_partition"))
              .agg(F.max("ok_offset").alias("reach")))
     joined = per_id.join(
         reach,
-        F.col("missing") & F.col("ok_cluster").eqNullSafe(F.col("r_cluster"))
-        & (F.col("ok_topic") == F.col("r_topic"))
+        F.col("missing") & F.col("ok_cluster_code").eqNullSafe(F.col("r_cluster"))
+        & (F.col("ok_topic_code") == F.col("r_topic"))
         & (F.col("ok_partition") == F.col("r_partition")),
         "left",
     )
