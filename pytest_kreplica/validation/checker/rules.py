@@ -221,7 +221,10 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
     polled_for_loss = (src == POLL) & good
     if mirrored:
         polled_for_loss = polled_for_loss & (F.col("cluster") == "target")
-    agg = u.groupBy("id").agg(
+    # shuffled by id before aggregating: a hash aggregation in the windows' own tasks cannot
+    # be made to spill when a window buffer needs memory (10M + 10M failed with
+    # UNABLE_TO_ACQUIRE_MEMORY); after the exchange it runs alone in its tasks
+    agg = u.repartition("id").groupBy("id").agg(
         count_when(good & (src == SEND)).alias("n_send"),
         count_when(F.col("ok")).alias("n_ok"),
         count_when(good & (src == SEND) & (F.col("status") == "fail")).alias("n_fail"),
