@@ -85,7 +85,9 @@ def check(
     with _spark_errors(path):
         from . import findings, rules
 
-        sends_df, polls_df = read_spark(spark, sends_table), read_spark(spark, polls_table)
+        # numbered as read: the examples are read back by these numbers (rules.numbered)
+        sends_df = rules.numbered(read_spark(spark, sends_table))
+        polls_df = rules.numbered(read_spark(spark, polls_table))
         txn_counts: dict[str, int] = {}
         txn_examples: dict[str, list] = {}
         if v2:

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 SEND, POLL = 0, 1
+ROW = "_row"  # a row's number in its table, in read order (``numbered``)
 TP = ("cluster", "topic", "partition")
 
 
@@ -36,20 +37,28 @@ class Frames:
     positions: DataFrame
 
 
+def numbered(table: DataFrame) -> DataFrame:
+    """The table with its row numbers (``ROW``), taken right after the read: a number taken
+    after a join or a shuffle may differ between the counting query and the later read of the
+    rows an example shows, so the transactional path numbers its inputs before its joins."""
+    return table if ROW in table.columns else table.withColumn(ROW, F.monotonically_increasing_id())
+
+
 def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
+    sends, polls = numbered(sends), numbered(polls)
     s = sends.select(
-        (F.monotonically_increasing_id() * 2 + SEND).alias("seq"),
+        (F.col(ROW) * 2 + SEND).alias("seq"),
         F.lit(SEND).alias("src"), (~F.col("_bad")).alias("good"),
         "process", "topic", "partition", "offset", "id", "cluster", "status",
         F.col("invoke_ns").alias("o1"), F.col("complete_ns").alias("o2"),
         F.lit(None).cast(LongType()).alias("t"), F.lit(None).cast(LongType()).alias("poll"),
     )
-    p = polls.withColumn("_seq", F.monotonically_increasing_id()).select(
-        (F.col("_seq") * 2 + POLL).alias("seq"),
+    p = polls.select(
+        (F.col(ROW) * 2 + POLL).alias("seq"),
         F.lit(POLL).alias("src"), (~F.col("_bad")).alias("good"),
         "process", "topic", "partition", "offset", "id", "cluster",
         F.lit(None).cast("string").alias("status"),
-        F.col("poll").alias("o1"), F.coalesce("index", "_seq").alias("o2"),
+        F.col("poll").alias("o1"), F.coalesce("index", ROW).alias("o2"),
         F.col("time_ns").alias("t"), "poll",
     )
     u = s.unionByName(p)
@@ -111,7 +120,6 @@ def build(
         F.lag("offset").over(w2).alias("prev_offset"),
         F.lag("kr").over(w2).alias("prev_kr"),
         F.lag("t").over(w2).alias("prev_t"),
-        F.lag("id").over(w2).alias("prev_id"),
         F.lag("seq").over(w2).alias("prev_seq"),
     )
     is_poll = F.col("stream") == "P"
