@@ -59,10 +59,12 @@ def one_way_cycle(cluster: Any, topic: str, produce: Callable[..., None]) -> str
                  "the producer under way")
         links.strike(cluster, leader, "one_way_partition")
         struck = time.monotonic()
+        def shrunk() -> str | None:
+            state = cluster.partition_state(topic, partition)
+            return None if len(state.isr) < 3 else str(state)
+
         try:
-            wait_for(lambda: None if len(cluster.partition_state(topic, partition).isr) < 3
-                     else str(cluster.partition_state(topic, partition)), 60,
-                     "the ISR shrinking while nothing reaches the leader")
+            wait_for(shrunk, 60, "the ISR shrinking while nothing reaches the leader")
         except ClusterError as exc:
             raise ClusterError(f"{exc}; leader {leader}, the quorum at the time-out: "
                                f"{quorum_of(cluster)}") from None

@@ -148,6 +148,10 @@ def _at(row: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any]:
 def _example(name: str, carried: list[dict[str, Any]], rows: dict[str, dict[Any, Any]],
              limit: int) -> list[dict[str, Any]]:
     """One anomaly's examples as the verdict shows them, no empty keys."""
+    if name in POSITIONED:
+        # where it was acknowledged at an offset, or polled (not an acks=0 send's no-offset)
+        return _group_positions([r for e in carried for r in rows["id"].get(e["id"], [])
+                                 if r["offset"] is not None or r["poll"] is not None], limit)
     by_seq = rows["seq"]
     out = []
     for e in carried:
@@ -160,18 +164,11 @@ def _example(name: str, carried: list[dict[str, Any]], rows: dict[str, dict[Any,
                 "cluster", "topic", "partition", "offset")), "prev_offset": prev.get("offset"),
                 "process": this.get("process"), "poll": this.get("poll"),
                 "prev_poll": prev.get("poll")}
-        elif name == "inconsistent_offsets":
+        else:  # inconsistent_offsets: the two ids at one offset
             lo, hi = by_seq.get(e["seq"]) or {}, by_seq.get(e["other"]) or {}
             shown = {"id": lo.get("id"), "other_id": hi.get("id"),
                      **_at(lo, ("cluster", "topic", "partition", "offset"))}
-        else:
-            continue
         out.append({k: v for k, v in shown.items() if v is not None})
-    if name in POSITIONED:
-        # where it was acknowledged at an offset, or polled (not an acks=0 send's no-offset)
-        wanted = [r for e in carried for r in rows["id"].get(e["id"], [])
-                  if r["offset"] is not None or r["poll"] is not None]
-        return _group_positions(wanted, limit)
     return out
 
 
