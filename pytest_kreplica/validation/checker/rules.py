@@ -12,9 +12,10 @@ sends ∪ polls ──► window 1, by topic-partition ordered by offset: rank a
 The per-id step also carries which rows a pair rule's example shows, so one query returns
 the counts and the examples together: a history with anomalies costs no second pass (the few
 rows shown are read afterwards from the input, filtered by their row numbers or ids, before
-any window). Every aggregate of the per-id step is over longs, which keeps it a hash
-aggregation: strings are compared as hashes (``code``) and examples carried as row numbers
-(``seq``). Everything is Spark SQL expressions: no Python UDF.
+any window). The windows and the per-id step see topics and clusters as hashes
+(``code``) and the status as flags, so no row they sort or copy carries a string but its id;
+every aggregate of the per-id step is over longs, which keeps it a hash aggregation (examples
+are carried as row numbers, ``seq``). Everything is Spark SQL expressions: no Python UDF.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 SEND, POLL = 0, 1
+POLL_STREAM, SEND_STREAM = 1, 2  # window 2's streams: a process's polls, its acked sends
 ROW = "_row"  # a row's number in its table, in read order (``numbered``)
 TP = ("cluster", "topic", "partition")
 
@@ -87,6 +89,8 @@ def build(
                         ).select("seq", "id", "cluster", "topic", "partition", "offset",
                                  "process", "poll")
 
+    u = _as_longs(u)
+
     # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first). Every
     # function shares one partitioning and order (only frames differ), so Spark runs them
     # in one Window operator: one sort and one pass over each partition's buffered rows.
@@ -111,8 +115,8 @@ def build(
     inconsistent = F.col("known") & F.col("first_at_offset") & (F.col("id_lo") != F.col("id_hi"))
 
     # ---- window 2: consecutive pairs per stream (process's polls / acked sends) and tp
-    stream = (F.when(F.col("good") & (F.col("src") == POLL), F.lit("P"))
-              .when(F.col("ok") & F.col("offset").isNotNull(), F.lit("S")))
+    stream = (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
+              .when(F.col("ok") & F.col("offset").isNotNull(), F.lit(SEND_STREAM)))
     u = u.withColumn("stream", stream)
     w2 = Window.partitionBy("stream", "process", *TP).orderBy("o1", "o2")
     u = u.select(
@@ -122,7 +126,7 @@ def build(
         F.lag("t").over(w2).alias("prev_t"),
         F.lag("seq").over(w2).alias("prev_seq"),
     )
-    is_poll = F.col("stream") == "P"
+    is_poll = F.col("stream") == POLL_STREAM
     has_prev = F.col("prev_offset").isNotNull()
     np_candidate = is_poll & has_prev & (F.col("offset") <= F.col("prev_offset"))
     skip_candidate = (is_poll & has_prev & (F.col("offset") > F.col("prev_offset"))
@@ -149,7 +153,7 @@ def build(
         "*",
         (F.col("np_cand") & ~exempt).alias("nonmonotonic_poll"),
         (F.col("skip_cand") & ~exempt).alias("poll_skip"),
-        ((F.col("stream") == "S") & has_prev & (F.col("offset") < F.col("prev_offset")))
+        ((F.col("stream") == SEND_STREAM) & has_prev & (F.col("offset") < F.col("prev_offset")))
         .alias("nonmonotonic_send"),
         inconsistent.alias("inconsistent_offset"),
     )
@@ -166,13 +170,13 @@ def _moved_partition(assignments: dict[int, list[tuple[int, tuple[str, ...] | No
         c for process, evs in sorted(assignments.items())
         for c in (F.lit(process).cast(LongType()), F.array(*[
             F.struct(F.lit(t).cast(LongType()).alias("t"),
-                     (F.array(*[F.lit(x) for x in held]).cast("array<string>") if held is not None
-                      else F.lit(None).cast("array<string>")).alias("held"))
+                     (F.array(*[_partition_code(x) for x in held]).cast("array<bigint>")
+                      if held is not None else F.lit(None).cast("array<bigint>")).alias("held"))
             for t, held in evs]))
     ])
     mine = F.when(F.col("np_cand") | F.col("skip_cand"),
                   F.try_element_at(events, F.col("process")))
-    here = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+    here = F.xxhash64("topic", "partition")  # the topic's code and the partition
     return F.coalesce(F.exists(mine, lambda e: (
         (e["t"] > F.col("prev_t")) & (e["t"] <= F.col("t"))
         & (e["held"].isNull() | ~F.coalesce(F.array_contains(e["held"], here),
@@ -206,9 +210,37 @@ def _example_carriers() -> list[Column]:
 
 
 def code(name: str) -> Column:
-    """A string column as a long (xxhash64; null stays null), for aggregates that only
-    compare values: a long keeps the per-id aggregation a hash aggregation."""
+    """A string column as a long (xxhash64; null stays null), for rules that only compare
+    values: see ``_as_longs``."""
     return F.when(F.col(name).isNotNull(), F.xxhash64(name))
+
+
+def code_of(value: str) -> Column:
+    """The code (``code``) of a string constant; Spark folds it to a literal."""
+    return F.xxhash64(F.lit(value))
+
+
+def _partition_code(held: str) -> Column:
+    """The code of an assignment's ``topic:partition`` (``_moved_partition``); an entry whose
+    partition is not a number matches nothing, as it never equalled a row's before."""
+    topic, _, number = held.rpartition(":")
+    if not (number.isdigit() and str(int(number)) == number):
+        return F.lit(None).cast(LongType())
+    return F.xxhash64(code_of(topic), F.lit(int(number)).cast(LongType()))
+
+
+def _as_longs(u: DataFrame) -> DataFrame:
+    """The rows as the windows and the per-id step see them: topic and cluster as codes,
+    the status as two flags. Every string a row carries is copied by each window and compared
+    by each sort (JFR of a warm 1M check: string reads, copies and compares were the largest
+    self time); the rules only compare these values, and the rows an example shows are read
+    back with their names (``Frames.positions``). Two names of one history with the same
+    64-bit hash would be taken for one: about 1 in 10^17 for a few hundred topics."""
+    strings = ("topic", "cluster", "status")
+    return u.select(*[c for c in u.columns if c not in strings],
+                    code("topic").alias("topic"), code("cluster").alias("cluster"),
+                    F.col("status").eqNullSafe("fail").alias("failed"),
+                    F.col("status").eqNullSafe("info").alias("info"))
 
 
 def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
@@ -217,26 +249,25 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
     # duplicated: an id at two or more distinct positions. A set of tuples has two distinct
     # members exactly when some coordinate's min differs from its max: fixed-width aggregates
     # instead of collecting sets. Mirrored runs judge each cluster on its own.
-    buckets = [F.col("cluster") == "source", F.col("cluster") == "target",
+    buckets = [F.col("cluster") == code_of("source"), F.col("cluster") == code_of("target"),
                F.col("cluster").isNull()] if mirrored else [F.lit(True)]
     spread = []
     for i, bucket in enumerate(buckets):
         cond = known & bucket
         for coord in ("topic", "partition", "offset"):
-            value = code(coord) if coord == "topic" else F.col(coord)
-            spread += [F.min(F.when(cond, value)).alias(f"lo{i}_{coord}"),
-                       F.max(F.when(cond, value)).alias(f"hi{i}_{coord}")]
+            spread += [F.min(F.when(cond, F.col(coord))).alias(f"lo{i}_{coord}"),
+                       F.max(F.when(cond, F.col(coord))).alias(f"hi{i}_{coord}")]
     polled_for_loss = (src == POLL) & good
     if mirrored:
-        polled_for_loss = polled_for_loss & (F.col("cluster") == "target")
+        polled_for_loss = polled_for_loss & (F.col("cluster") == code_of("target"))
     # shuffled by id before aggregating: a hash aggregation in the windows' own tasks cannot
     # be made to spill when a window buffer needs memory (10M + 10M failed with
     # UNABLE_TO_ACQUIRE_MEMORY); after the exchange it runs alone in its tasks
     agg = u.repartition("id").groupBy("id").agg(
         count_when(good & (src == SEND)).alias("n_send"),
         count_when(F.col("ok")).alias("n_ok"),
-        count_when(good & (src == SEND) & (F.col("status") == "fail")).alias("n_fail"),
-        count_when(good & (src == SEND) & (F.col("status") == "info")).alias("n_info"),
+        count_when(good & (src == SEND) & F.col("failed")).alias("n_fail"),
+        count_when(good & (src == SEND) & F.col("info")).alias("n_info"),
         count_when(good & (src == POLL)).alias("n_poll"),
         count_when(polled_for_loss).alias("n_poll_loss"),
         count_when(~good).alias("n_bad"),
@@ -244,9 +275,9 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
         count_when(~good & (src == POLL)).alias("n_bad_polls"),
         F.max(F.when(F.col("ok") & (F.col("max_polled") > F.col("offset")), 1)).alias("passed"),
         F.min(F.when(F.col("ok"), F.col("offset"))).alias("ok_offset"),
-        F.min(F.when(F.col("ok"), code("topic"))).alias("ok_topic_code"),
+        F.min(F.when(F.col("ok"), F.col("topic"))).alias("ok_topic_code"),
         F.min(F.when(F.col("ok"), F.col("partition"))).alias("ok_partition"),
-        F.min(F.when(F.col("ok"), code("cluster"))).alias("ok_cluster_code"),
+        F.min(F.when(F.col("ok"), F.col("cluster"))).alias("ok_cluster_code"),
         F.min(F.when(F.col("ok"), F.col("seq"))).alias("ok_seq"),
         count_when(F.col("nonmonotonic_poll")).alias("nonmonotonic_polls"),
         count_when(F.col("poll_skip")).alias("poll_skips"),
