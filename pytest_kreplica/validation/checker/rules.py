@@ -113,6 +113,15 @@ def build(
         .over(whole_tp).alias("max_polled"),
     )
     inconsistent = F.col("known") & F.col("first_at_offset") & (F.col("id_lo") != F.col("id_hi"))
+    # what window 1 found, as the few columns the rest needs: window 2 sorts and copies every
+    # column its rows carry (warm 1M, alternating in one session: -7 %)
+    window1 = ("korder", "first_at_offset", "id_lo", "id_hi", "seq_lo", "seq_hi", "max_polled")
+    u = u.select(*[c for c in u.columns if c not in window1],
+                 inconsistent.alias("inconsistent_offset"),
+                 F.when(inconsistent, F.col("seq_lo")).alias("seq_lo"),
+                 F.when(inconsistent, F.col("seq_hi")).alias("seq_hi"),
+                 # an acknowledged row below the partition's highest polled offset
+                 (F.col("ok") & (F.col("max_polled") > F.col("offset"))).alias("passed_here"))
 
     # ---- window 2: consecutive pairs per stream (process's polls / acked sends) and tp
     stream = (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
@@ -155,7 +164,6 @@ def build(
         (F.col("skip_cand") & ~exempt).alias("poll_skip"),
         ((F.col("stream") == SEND_STREAM) & has_prev & (F.col("offset") < F.col("prev_offset")))
         .alias("nonmonotonic_send"),
-        inconsistent.alias("inconsistent_offset"),
     )
 
     per_id = _per_id(u, mirrored)
@@ -273,7 +281,7 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
         count_when(~good).alias("n_bad"),
         count_when(~good & (src == SEND)).alias("n_bad_sends"),
         count_when(~good & (src == POLL)).alias("n_bad_polls"),
-        F.max(F.when(F.col("ok") & (F.col("max_polled") > F.col("offset")), 1)).alias("passed"),
+        F.max(F.when(F.col("passed_here"), 1)).alias("passed"),
         F.min(F.when(F.col("ok"), F.col("offset"))).alias("ok_offset"),
         F.min(F.when(F.col("ok"), F.col("topic"))).alias("ok_topic_code"),
         F.min(F.when(F.col("ok"), F.col("partition"))).alias("ok_partition"),
