@@ -7,7 +7,6 @@ import pytest
 from tenacity import retry, stop_after_delay, wait_fixed
 
 from pytest_kreplica.cluster import NodeState
-from pytest_kreplica.waits import wait_for
 
 ROLES = ["leader", "follower", "controller"]
 
@@ -65,14 +64,10 @@ def test_fault_then_recovery(healthy, topic, fault, role):
     assert cluster.node_state(node) is NodeState.RUNNING
     cluster.wait_healthy([topic], timeout=120)
 
-    # registered and unfenced, as every broker sees it: wait_healthy stops at the first broker
-    # whose metadata says so, and the next read may be answered by one that replays the
-    # metadata log a moment later (seen in CI under load after a resume)
-    def unfenced() -> str | None:
-        seen = cluster._registration([node])
-        return None if seen == "ok" else seen
-
-    wait_for(unfenced, 30, f"node {node} registered unfenced in the answering broker's view")
+    # registered and unfenced in the answering broker's view: wait_healthy stops at the first
+    # broker whose metadata says so, and the next read may be answered by one that replays
+    # the metadata log a moment later (seen in CI under load after a resume)
+    cluster._wait_registered(node, 30)
 
 
 @pytest.mark.parametrize("role", ROLES)

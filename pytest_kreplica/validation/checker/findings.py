@@ -27,6 +27,9 @@ MISSING_IN_PASS = 10_000  # lost + unseen ids brought back with the counts
 MISSING_SCHEMA = ("id string, cluster string, topic string, partition long, offset long, "
                   "anomaly string")
 POSITIONED = ("duplicated", "aborted_reads", "unexpected", "recovered")
+# the verdict's totals and the per-id counts they sum
+TOTALS = {"sent": "n_send", "acked": "n_ok", "failed": "n_fail", "indeterminate": "n_info",
+          "polled": "n_poll", "bad_sends": "n_bad_sends", "bad_polls": "n_bad_polls"}
 
 
 @dataclass
@@ -43,13 +46,7 @@ def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
     row = p.agg(
         *[count_when(c(name) & real).alias(name) for name in ID_FLAGS],
         *[F.coalesce(F.sum(name), F.lit(0)).alias(name) for name in PAIR_COUNTS],
-        F.coalesce(F.sum("n_send"), F.lit(0)).alias("sent"),
-        F.coalesce(F.sum("n_ok"), F.lit(0)).alias("acked"),
-        F.coalesce(F.sum("n_fail"), F.lit(0)).alias("failed"),
-        F.coalesce(F.sum("n_info"), F.lit(0)).alias("indeterminate"),
-        F.coalesce(F.sum("n_poll"), F.lit(0)).alias("polled"),
-        F.coalesce(F.sum("n_bad_sends"), F.lit(0)).alias("bad_sends"),
-        F.coalesce(F.sum("n_bad_polls"), F.lit(0)).alias("bad_polls"),
+        *[F.coalesce(F.sum(column), F.lit(0)).alias(total) for total, column in TOTALS.items()],
         count_when(real & (c("n_send") > 1)).alias("reused_ids"),
         *_example_columns(limit),
         _lowest(F.struct(c("id"), c("ok_seq").alias("seq"), _anomaly()),
@@ -70,29 +67,25 @@ def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
     return Findings(counts, examples, None if too_many else located)
 
 
-SUMMED = ("n_send", "n_ok", "n_fail", "n_info", "n_poll", "n_bad_sends", "n_bad_polls",
-          *PAIR_COUNTS)
-
-
 def _collapsed(per_id: DataFrame) -> DataFrame:
-    """The per-id table with every id that shows nothing summed into one row per task.
+    """The per-id table with every id that shows nothing summed into one row.
 
     The aggregation that keeps the examples (``min_by(…, k)``) cannot be a generated hash
     aggregation, so Spark evaluates it row by row: 17 s of task time over 10M ids, nearly
     all of them clean. Summing the clean ids first is a hash aggregation over longs (its
     partial step runs in the per-id step's own tasks), and only the ids with something to
-    count or show, plus one row per task, reach the examples. The sums and every count are
-    the same; an id with an anomaly keeps its own row."""
+    count or show, plus that one row, reach the examples. The sums and every count are the
+    same (the pair rules' counts are sums); an id with an anomaly keeps its own row."""
     c = F.col
     shows = c("n_send") > 1  # reused_ids counts these
-    for name in (*ID_FLAGS, *PAIR_COUNTS):
-        shows = shows | c(name) if name in ID_FLAGS else shows | (c(name) > 0)
+    for name in ID_FLAGS:
+        shows = shows | c(name)
     carried = [name for name in per_id.columns if name.startswith("ex_")]
     for name in carried:
         shows = shows | c(name).isNotNull()
     shows = F.coalesce(shows, F.lit(True))  # a null flag: keep the row as it is
     return per_id.groupBy(shows.alias("_shows"), F.when(shows, c("id")).alias("id")).agg(
-        *[F.sum(name).alias(name) for name in SUMMED],
+        *[F.sum(name).alias(name) for name in (*TOTALS.values(), *PAIR_COUNTS)],
         *[F.max(name).alias(name) for name in (*ID_FLAGS, "ok_seq", *carried)])
 
 
