@@ -15,11 +15,15 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from .. import once
 from ..cache import cache_dir
 from ..errors import EnvironmentProblem
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 MAVEN_TIMEOUT_S = 600.0
+ONLINE_ATTEMPTS = 3  # a download that failed once is tried twice more, 5 s and 10 s later
 
 
 @lru_cache(maxsize=1)
@@ -64,6 +68,32 @@ def find_maven() -> str:
 
 
 def run_maven(args: list[str], cwd: Path, offline: bool) -> None:
+    """Run Maven with the cache's local repository. Online, a run that could not download is
+    tried again (``ONLINE_ATTEMPTS`` in all, each attempt said): a repository that drops one
+    request in a first run must not cost the user the whole run."""
+    if offline:
+        _run_maven_once(args, cwd, offline=True)
+        return
+    for attempt in Retrying(stop=stop_after_attempt(ONLINE_ATTEMPTS),
+                            wait=wait_exponential(multiplier=5, max=20),
+                            retry=retry_if_exception(_worth_retrying),
+                            before_sleep=_say_retry, reraise=True):
+        with attempt:
+            _run_maven_once(args, cwd, offline=False)
+
+
+def _worth_retrying(exc: BaseException) -> bool:
+    return isinstance(exc, MavenFailed) and exc.unreachable()
+
+
+def _say_retry(state) -> None:
+    exc = state.outcome.exception()
+    once.say(f"kreplica: Maven could not download (attempt {state.attempt_number} of "
+             f"{ONLINE_ATTEMPTS}, trying again in {state.next_action.sleep:.0f} s): "
+             f"{exc.summary()}")
+
+
+def _run_maven_once(args: list[str], cwd: Path, offline: bool) -> None:
     cmd = [find_maven(), "-B", "-q", "-Dstyle.color=never",
            f"-Dmaven.repo.local={cache_dir() / 'm2'}"]
     if offline:
@@ -142,6 +172,14 @@ def copy_dependencies(folder: Path, version: str, coordinates: list[str]) -> lis
     except MavenFailed:
         run_maven(args, cwd=folder, offline=False)
     return sorted(libs.glob("*.jar"))
+
+
+def plugin_in_local_repository() -> bool:
+    """The dependency plugin's jar is in the local repository (a first run has to fetch it
+    with its dependencies before anything else can be asked)."""
+    group, artifact, version = DEPENDENCY_PLUGIN.split(":")
+    folder = cache_dir() / "m2" / Path(*group.split(".")) / artifact / version
+    return (folder / f"{artifact}-{version}.jar").is_file()
 
 
 def all_in_local_repository(coordinates: list[str]) -> bool:

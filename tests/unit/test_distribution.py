@@ -146,3 +146,76 @@ def test_maven_failure_classification():
     assert "check the network" in str(problem) and "\n" not in str(problem)
     missing = maven.MavenFailed("[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:9")
     assert not missing.unreachable()
+
+
+def _fake_maven(tmp_path: Path, monkeypatch, script: str) -> Path:
+    """A ``mvn`` on PATH that runs ``script`` (sh) and logs each call to ``calls.log``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "calls.log"
+    mvn = bin_dir / "mvn"
+    mvn.write_text(f"#!/bin/sh\nLOG={log}\n{script}\n")
+    mvn.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setattr(maven, "find_java", lambda: "/usr/bin/java")
+    monkeypatch.setattr(maven, "wait_exponential", lambda **_: (lambda state: 0.0))
+    return log
+
+
+def test_online_maven_run_that_could_not_download_is_tried_again(tmp_path, monkeypatch):
+    log = _fake_maven(tmp_path, monkeypatch, """echo call >> $LOG
+if [ $(wc -l < $LOG) -lt 3 ]; then
+  echo '[ERROR] Plugin x or one of its dependencies could not be resolved: Could not transfer'
+  exit 1
+fi""")
+    said: list[str] = []
+    monkeypatch.setattr(maven.once, "say", said.append)
+    maven.run_maven(["validate"], cwd=tmp_path, offline=False)
+    assert log.read_text().count("call") == 3
+    assert len(said) == 2 and all("attempt" in s and "of 3" in s for s in said)
+
+
+def test_maven_retries_are_bounded_and_skip_what_a_retry_cannot_fix(tmp_path, monkeypatch):
+    log = _fake_maven(tmp_path, monkeypatch, "echo call >> $LOG\n"
+                      "echo '[ERROR] Could not transfer artifact: Connection refused'; exit 1")
+    monkeypatch.setattr(maven.once, "say", lambda line: None)
+    with pytest.raises(maven.MavenFailed):
+        maven.run_maven(["validate"], cwd=tmp_path, offline=False)
+    assert log.read_text().count("call") == maven.ONLINE_ATTEMPTS
+    log.write_text("")
+    _fake_maven(tmp_path, monkeypatch, "echo call >> $LOG\n"
+                "echo '[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:9'; exit 1")
+    with pytest.raises(maven.MavenFailed):
+        maven.run_maven(["validate"], cwd=tmp_path, offline=False)
+    assert log.read_text().count("call") == 1  # a missing artifact stays missing
+    log.write_text("")
+    _fake_maven(tmp_path, monkeypatch, "echo call >> $LOG\n"
+                "echo '[ERROR] offline mode: Could not transfer'; exit 1")
+    with pytest.raises(maven.MavenFailed):
+        maven.run_maven(["validate"], cwd=tmp_path, offline=True)
+    assert log.read_text().count("call") == 1  # offline is a probe of the cache, not a download
+
+
+def test_empty_local_repository_fetches_the_plugin_before_asking_in_parallel(tmp_path,
+                                                                             monkeypatch):
+    """Maven 3.8 does not lock its local repository: the first version query runs alone
+    while the plugin is missing, the others after it (they may overlap each other)."""
+    monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path / "cache"))
+    log = _fake_maven(tmp_path, monkeypatch, """for a in "$@"; do case $a in
+  -Dartifact=*) art=$(echo $a | cut -d: -f2);; esac; done
+echo "start $art" >> $LOG; sleep 0.3; echo "end $art" >> $LOG""")
+    assert not maven.plugin_in_local_repository()
+    dist.available_versions(refresh=True)
+    lines = log.read_text().split()
+    first = dist.REQUIRED_ARTIFACTS[0]
+    assert lines[:4] == ["start", first, "end", first]
+    assert set(lines[5::2]) == set(dist.REQUIRED_ARTIFACTS[1:]) and len(lines) == 12
+    # with the plugin in place, all three are asked at once
+    group, artifact, version = maven.DEPENDENCY_PLUGIN.split(":")
+    jar = (tmp_path / "cache" / "m2" / Path(*group.split(".")) / artifact / version
+           / f"{artifact}-{version}.jar")
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"jar")
+    log.write_text("")
+    dist.available_versions(refresh=True)
+    assert log.read_text().split()[:6:2] == ["start"] * 3
