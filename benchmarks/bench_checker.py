@@ -150,16 +150,32 @@ def generate_parquet(run_dir: Path, n: int) -> None:
 PLANTED = {"lost": 1, "duplicated": 1, "poll_skips": 2}
 
 
-def plant(clean: Path, planted: Path, n: int) -> None:
-    """A copy of the JSON Lines history of ``clean`` with the PLANTED anomalies, in JSON
-    Lines and in Parquet (``planted/jsonl``, ``planted/parquet``)."""
-    import pyarrow.json as pj
-    import pyarrow.parquet as pq
+def _plant_points(n: int) -> tuple[int, int, int]:
+    """Offsets of partition 0 (read by consumer process 100) to lose, to skip, to duplicate."""
+    per_p0 = (n + PARTITIONS - 1) // PARTITIONS  # partition 0 holds offsets 0..per_p0-1
+    return per_p0 // 2, per_p0 // 2 + 10, per_p0 // 3
 
+
+def _planted_extras(skipped: dict, duplicated: dict, n: int) -> list[dict]:
+    """The two poll rows plant adds: the skipped record read by a third consumer, the
+    duplicated one read again by a second consumer at a new offset."""
+    t = 10**13
+    return [{**skipped, "process": 102 + CONSUMERS, "poll": 0, "time_ns": t, "index": 0},
+            {**duplicated, "process": 101 + CONSUMERS, "poll": 0,
+             "offset": (n + PARTITIONS - 1) // PARTITIONS, "time_ns": t + 1, "index": 0}]
+
+
+def _planted_events() -> list[dict]:
+    return [{"time_ns": 10**12 - 10, "kind": "assign", "process": process, "node": None,
+             "role": None, "detail": None} for process in (101 + CONSUMERS, 102 + CONSUMERS)]
+
+
+def plant(clean: Path, planted: Path, n: int) -> None:
+    """A copy of the JSON Lines history of ``clean`` with the PLANTED anomalies
+    (``planted/jsonl``); ``plant_parquet`` makes the same rows from the Parquet history."""
     jsonl = planted / "jsonl"
     jsonl.mkdir(parents=True, exist_ok=True)
-    per_p0 = (n + PARTITIONS - 1) // PARTITIONS  # partition 0 holds offsets 0..per_p0-1
-    lost_at, skip_at, dup_at = per_p0 // 2, per_p0 // 2 + 10, per_p0 // 3
+    lost_at, skip_at, dup_at = _plant_points(n)
     skipped = duplicated = None
     with open(clean / "polls.jsonl") as src, open(jsonl / "polls.jsonl", "w") as out:
         for line in src:
@@ -174,24 +190,49 @@ def plant(clean: Path, planted: Path, n: int) -> None:
                     duplicated = row
             out.write(line)
         assert skipped and duplicated, "partition 0 too short to plant into"
-        t = 10**13
-        out.write(json.dumps({**skipped, "process": 102 + CONSUMERS, "poll": 0,
-                              "time_ns": t, "index": 0}) + "\n")
-        out.write(json.dumps({**duplicated, "process": 101 + CONSUMERS, "poll": 0,
-                              "offset": per_p0, "time_ns": t + 1, "index": 0}) + "\n")
+        for row in _planted_extras(skipped, duplicated, n):
+            out.write(json.dumps(row) + "\n")
     with open(clean / "events.jsonl") as src, open(jsonl / "events.jsonl", "w") as out:
         out.write(src.read())
-        for process in (101 + CONSUMERS, 102 + CONSUMERS):
-            out.write(json.dumps({"time_ns": 10**12 - 10, "kind": "assign",
-                                  "process": process, "node": None, "role": None,
-                                  "detail": None}) + "\n")
+        for row in _planted_events():
+            out.write(json.dumps(row) + "\n")
     for name in ("sends.jsonl", "run.json"):
         (jsonl / name).write_bytes((clean / name).read_bytes())
-    parquet = planted / "parquet"
-    parquet.mkdir(parents=True, exist_ok=True)
-    (parquet / "run.json").write_bytes((clean / "run.json").read_bytes())
-    for name in ("sends", "polls", "events"):
-        pq.write_table(pj.read_json(jsonl / f"{name}.jsonl"), parquet / f"{name}.parquet")
+
+
+def plant_parquet(clean: Path, planted: Path, n: int) -> None:
+    """plant() for the Parquet history, streamed in record batches (bounded memory): how a
+    100M-row history gets its anomalies without a JSON Lines detour."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out = planted / "parquet"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.json").write_bytes((clean / "run.json").read_bytes())
+    (out / "sends.parquet").unlink(missing_ok=True)
+    os.link(clean / "sends.parquet", out / "sends.parquet")  # unchanged: no second copy
+    lost_at, skip_at, dup_at = _plant_points(n)
+    source = pq.ParquetFile(clean / "polls.parquet")
+    kept: dict[int, dict] = {}
+    with pq.ParquetWriter(out / "polls.parquet.tmp", source.schema_arrow,
+                          compression="snappy") as w:
+        for batch in source.iter_batches(batch_size=CHUNK):
+            mine = pc.and_(pc.equal(batch["process"], 100), pc.equal(batch["partition"], 0))
+            for at in (skip_at, dup_at):
+                hit = pc.and_(mine, pc.equal(batch["offset"], at))
+                if pc.any(hit).as_py():
+                    kept[at] = batch.filter(hit).to_pylist()[0]
+            gone = pc.and_(mine, pc.is_in(batch["offset"], pa.array([lost_at, skip_at])))
+            w.write_batch(batch.filter(pc.invert(gone)))
+        assert len(kept) == 2, "partition 0 too short to plant into"
+        extras = _planted_extras(kept[skip_at], kept[dup_at], n)
+        w.write_table(pa.Table.from_pylist(extras, schema=source.schema_arrow))
+    os.replace(out / "polls.parquet.tmp", out / "polls.parquet")
+    events = pq.read_table(clean / "events.parquet")
+    pq.write_table(pa.concat_tables([events, pa.Table.from_pylist(_planted_events(),
+                                                                  schema=events.schema)]),
+                   out / "events.parquet")
 
 
 def run_measured(cmd: list[str], env: dict[str, str],
@@ -280,10 +321,12 @@ def main() -> int:
                 make(base, n)
                 print(f"generated {n}+{n} {fmt} in {time.perf_counter() - t:.1f} s: {base}",
                       flush=True)
-        if args.planted and not (base / "planted" / "parquet" / "polls.parquet").exists():
-            if not (base / "jsonl" / "polls.jsonl").exists():
-                generate(base, n)
+        if args.planted and "jsonl" in formats \
+                and not (base / "planted" / "jsonl" / "polls.jsonl").exists():
             plant(base / "jsonl", base / "planted", n)
+        if args.planted and "parquet" in formats \
+                and not (base / "planted" / "parquet" / "polls.parquet").exists():
+            plant_parquet(base / "parquet", base / "planted", n)
         variants = [("", base)] + ([("planted-", base / "planted")] if args.planted else [])
         times: dict[str, list[float]] = {}
         peaks: dict[str, float] = {}

@@ -115,7 +115,8 @@ def available_versions(refresh: bool = True) -> dict[str, list[str]]:
     if not maven.plugin_in_local_repository():
         # Maven 3.8 does not lock its local repository: three runs fetching the plugin into an
         # empty one at once can read each other's half-written files, so the first goes alone
-        found[rest[0]] = _artifact_versions(rest.pop(0), False)
+        first = rest.pop(0)
+        found[first] = _artifact_versions(first, False)
     with ThreadPoolExecutor(len(rest)) as pool:
         futures = {a: pool.submit(_artifact_versions, a, False) for a in rest}
         found.update({a: f.result() for a, f in futures.items()})

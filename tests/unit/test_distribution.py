@@ -203,9 +203,12 @@ def test_empty_local_repository_fetches_the_plugin_before_asking_in_parallel(tmp
     monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path / "cache"))
     log = _fake_maven(tmp_path, monkeypatch, """for a in "$@"; do case $a in
   -Dartifact=*) art=$(echo $a | cut -d: -f2);; esac; done
-echo "start $art" >> $LOG; sleep 0.3; echo "end $art" >> $LOG""")
+echo "start $art" >> $LOG; sleep 0.3; echo "end $art" >> $LOG
+meta=$KREPLICA_CACHE/m2/org/apache/kafka/$art; mkdir -p $meta
+echo "<metadata><versioning><versions><version>4.3.1</version></versions></versioning>\
+</metadata>" > $meta/maven-metadata-central.xml""")
     assert not maven.plugin_in_local_repository()
-    dist.available_versions(refresh=True)
+    assert dist.available_versions(refresh=True) == {a: ["4.3.1"] for a in dist.REQUIRED_ARTIFACTS}
     lines = log.read_text().split()
     first = dist.REQUIRED_ARTIFACTS[0]
     assert lines[:4] == ["start", first, "end", first]
