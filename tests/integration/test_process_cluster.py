@@ -18,7 +18,7 @@ import time
 import psutil
 import pytest
 
-from pytest_kreplica.cluster import reaper
+from pytest_kreplica.cluster import maven, reaper
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.errors import ClusterError, InputError
@@ -320,7 +320,11 @@ def test_unreachable_repository_is_one_line(tmp_path):
     progress = [line for line in lines
                 if re.fullmatch(r"kreplica: resolving Kafka 4\.3\.1 .*(…|failed after \d+ s)",
                                 line)]
-    errors = [line for line in lines if line not in progress]
+    # each failed download is said and tried again, a bounded number of times
+    retries = [line for line in lines if re.match(
+        r"kreplica: Maven could not download \(attempt \d of \d, trying again in \d+ s\)", line)]
+    assert len(retries) == maven.ONLINE_ATTEMPTS - 1, lines
+    errors = [line for line in lines if line not in progress and line not in retries]
     assert len(errors) == 1, lines
     assert "Traceback" not in err and "\x1b" not in err
     assert "cannot download Kafka 4.3.1" in errors[0] and "settings.xml" in errors[0]
