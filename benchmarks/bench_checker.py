@@ -1,16 +1,16 @@
 """Benchmark: `kreplica check` (Spark) beside the plain-Python baseline on the same files.
 
 Generates clean histories of N sends + N polls (JSON Lines and Parquet; with --planted also
-a copy holding one lost, one duplicated id and one poll skip, which makes the checker run its
-examples query and is the run a user waits for), then times each
+a copy holding one lost, one duplicated id and two poll skips, which makes the checker run its
+examples query and is the run a user waits for; ``synthetic_history.py``), then times each
 checker as a user runs it (a fresh process each time, JVM start included), alternating them
 so machine noise hits all alike; reports medians, the Spark / baseline ratio and the peak
 resident memory of each process tree (JVM included). A script, not a timed test:
 
     python benchmarks/bench_checker.py --sizes 1000000 --repeat 3 --warm
     python benchmarks/bench_checker.py --sizes 10000000 --repeat 3 --driver-memory 4g
-    python benchmarks/bench_checker.py --sizes 100000000 --repeat 1 --formats parquet \
-        --driver-memory 4g
+    python benchmarks/bench_checker.py --sizes 100000000 --repeat 1 --planted-only \
+        --formats parquet --no-baseline --driver-memory 4g
     python benchmarks/bench_checker.py --sizes 1000000 --planted --formats parquet \
         --spark-master connect
 
@@ -20,8 +20,11 @@ untimed check first starts the server and warms it (reported on its own line); t
 memory is then the client's alone (the server is not its child).
 
 Histories are generated once per size (JSON Lines by a row loop, Parquet straight from
-vectorised chunks: both hold the same rows). The baseline is stopped when its process grows
-past --baseline-cap-gib (12 by default): it keeps every id in Python dicts and sets.
+vectorised chunks: both hold the same rows; the planted Parquet copy is streamed from the
+clean one, so 100M rows need no JSON Lines detour). Every run asserts the anomaly counts:
+exactly PLANTED in a planted copy, none in a clean one. The baseline is stopped when its
+process grows past --baseline-cap-gib (12 by default): it keeps every id in Python dicts and
+sets.
 
 Output goes to benchmarks/out/ (ignored by git) unless --out is given.
 """
