@@ -177,17 +177,17 @@ def copy_dependencies(folder: Path, version: str, coordinates: list[str]) -> lis
 def plugin_in_local_repository() -> bool:
     """The dependency plugin's jar is in the local repository (a first run has to fetch it
     with its dependencies before anything else can be asked)."""
-    group, artifact, version = DEPENDENCY_PLUGIN.split(":")
-    folder = cache_dir() / "m2" / Path(*group.split(".")) / artifact / version
-    return (folder / f"{artifact}-{version}.jar").is_file()
+    _, artifact, version = DEPENDENCY_PLUGIN.split(":")
+    return (_local_folder(DEPENDENCY_PLUGIN) / f"{artifact}-{version}.jar").is_file()
+
+
+def _local_folder(coordinate: str) -> Path:
+    """Where Maven's local repository keeps ``group:artifact:version``."""
+    group, artifact, version = coordinate.split(":")
+    return cache_dir() / "m2" / Path(*group.split(".")) / artifact / version
 
 
 def all_in_local_repository(coordinates: list[str]) -> bool:
     """Every coordinate's folder is in Maven's local repository (its dependencies may still
     be missing: then the offline attempt fails and the online one runs)."""
-    m2 = cache_dir() / "m2"
-    for coord in coordinates:
-        group, artifact, version = coord.split(":")
-        if not (m2 / Path(*group.split(".")) / artifact / version).is_dir():
-            return False
-    return True
+    return all(_local_folder(coord).is_dir() for coord in coordinates)
