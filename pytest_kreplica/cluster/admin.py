@@ -337,7 +337,7 @@ class AdminCluster(OffsetsMixin, Cluster):
                     lambda msg: ClusterError(f"cluster in {self.workdir} not healthy: {msg}; "
                                              f"{self._logs_hint()}"))
 
-    def _wait_registered(self, node_id: int, timeout: float) -> None:
+    def wait_registered(self, node_id: int, timeout: float) -> None:
         """Wait until ``node_id`` is an unfenced broker again (after a start or resume)."""
         node = self.node(node_id)
 

@@ -374,4 +374,4 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             self._stopped.discard(node_id)
             self._start_container(node_id)
             self._invalidate_admin()
-        self._wait_registered(node_id, timeout)
+        self.wait_registered(node_id, timeout)

@@ -236,4 +236,4 @@ class ExternalCluster(AdminCluster):
             with self._lock:
                 self._states[node_id] = NodeState.RUNNING
                 self._invalidate_admin()
-        self._wait_registered(node_id, timeout)
+        self.wait_registered(node_id, timeout)

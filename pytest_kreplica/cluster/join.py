@@ -62,5 +62,5 @@ def add_broker(cluster: ProcessCluster, timeout: float = 60.0) -> int:
         cluster._nodes.append(node)
         cluster._states[node_id] = NodeState.STOPPED
     cluster._launch(node)
-    cluster._wait_registered(node_id, timeout)
+    cluster.wait_registered(node_id, timeout)
     return node_id

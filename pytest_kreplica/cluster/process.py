@@ -287,7 +287,7 @@ class ProcessCluster(AdminCluster):
             self.resume(node_id)
         elif state is NodeState.STOPPED:
             self._launch(node)
-        self._wait_registered(node_id, timeout)
+        self.wait_registered(node_id, timeout)
 
     # -- teardown ------------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> None:

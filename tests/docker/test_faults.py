@@ -67,7 +67,7 @@ def test_fault_then_recovery(healthy, topic, fault, role):
     # registered and unfenced in the answering broker's view: wait_healthy stops at the first
     # broker whose metadata says so, and the next read may be answered by one that replays
     # the metadata log a moment later (seen in CI under load after a resume)
-    cluster._wait_registered(node, 30)
+    cluster.wait_registered(node, 30)
 
 
 @pytest.mark.parametrize("role", ROLES)
