@@ -115,6 +115,39 @@ def job_tag(spark: SparkSession, tag: str, description: str):
         sc.setLocalProperty("spark.job.description", None)
 
 
+SMALL_INPUT_BYTES = 4 << 20  # a history this small is checked in one shuffle partition
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+@contextlib.contextmanager
+def sized_shuffle(spark: SparkSession, input_bytes: int):
+    """Run the block's queries in one shuffle partition when their input is small.
+
+    A smoke case's history (1000 messages, about 0.3 MB) is checked in about a second, and
+    each of the 16 partitions a large history needs adds map outputs and tasks to every
+    stage of it: one partition took a warm check from 1.11 s to 0.89 s (medians of 5,
+    alternating in one session). The session's own value is put back afterwards."""
+    with conf_set(spark, {SHUFFLE_PARTITIONS: "1"} if input_bytes < SMALL_INPUT_BYTES else {}):
+        yield
+
+
+@contextlib.contextmanager
+def conf_set(spark: SparkSession, settings: dict[str, str]):
+    """The block runs with ``settings`` in the session's SQL conf; its own values (or their
+    absence) are put back afterwards."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
 def _java_version() -> str:
     java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
     try:

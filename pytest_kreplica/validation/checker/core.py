@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, TXNS, read_run_json
 from ...rundir import REPLICAS_JSON
-from ..spark import spark_log, start_spark
+from ..spark import sized_shuffle, spark_log, start_spark
 from .tables import (
     Table,
     check_run_dir,
@@ -20,6 +20,7 @@ from .tables import (
     read_assignments,
     read_exempting_events,
     read_spark,
+    table_bytes,
 )
 from .verdict import DEFAULT_SEMANTICS, EXAMPLES_PER_ANOMALY, Verdict
 
@@ -82,7 +83,8 @@ def check(
 
     spark = start_spark(spark_master)
     extra: dict[str, Any] = {}
-    with _spark_errors(path):
+    size = sum(table_bytes(t) for t in (sends_table, polls_table, txns_table))
+    with _spark_errors(path), sized_shuffle(spark, size):
         from . import findings, rules
 
         # numbered as read: the examples are read back by these numbers (rules.numbered)

@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .rules import ID_FLAGS, PAIR_COUNTS, ROW_FLAGS, Frames, count_when
+from .rules import ID_FLAGS, PAIR_COUNTS, ROW_FLAGS, Frames, carrier_names, count_when
 from .verdict import EXAMPLES_PER_ANOMALY
 
 MISSING_IN_PASS = 10_000  # lost + unseen ids brought back with the counts
@@ -80,7 +80,7 @@ def _collapsed(per_id: DataFrame) -> DataFrame:
     shows = c("n_send") > 1  # reused_ids counts these
     for name in ID_FLAGS:
         shows = shows | c(name)
-    carried = [name for name in per_id.columns if name.startswith("ex_")]
+    carried = carrier_names()
     for name in carried:
         shows = shows | c(name).isNotNull()
     shows = F.coalesce(shows, F.lit(True))  # a null flag: keep the row as it is

@@ -40,14 +40,14 @@ class Frames:
 
 
 def numbered(table: DataFrame) -> DataFrame:
-    """The table with its row numbers (``ROW``), taken right after the read: a number taken
-    after a join or a shuffle may differ between the counting query and the later read of the
-    rows an example shows, so the transactional path numbers its inputs before its joins."""
-    return table if ROW in table.columns else table.withColumn(ROW, F.monotonically_increasing_id())
+    """The table with its row numbers (``ROW``), taken once, right after the read (``build``
+    and the transactional path expect numbered tables): a number taken after a join or a
+    shuffle may differ between the counting query and the later read of the rows an example
+    shows, so the transactional path numbers its inputs before its joins."""
+    return table.withColumn(ROW, F.monotonically_increasing_id())
 
 
 def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
-    sends, polls = numbered(sends), numbered(polls)
     s = sends.select(
         (F.col(ROW) * 2 + SEND).alias("seq"),
         F.lit(SEND).alias("src"), (~F.col("_bad")).alias("good"),
@@ -81,9 +81,13 @@ def build(
     mirrored: bool = False,
     assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]] | None = None,
 ) -> Frames:
-    """``assignments`` (history version 2, ``tables.read_assignments``): when given, an
-    assign / rebalance exempts a pair only for a partition the process did not hold after
-    it (its owner changed); an event without an assignment exempts every partition."""
+    """``sends`` and ``polls`` numbered (``numbered``). ``assignments`` (history version 2,
+    ``tables.read_assignments``): when given, an assign / rebalance exempts a pair only for
+    a partition the process did not hold after it (its owner changed); an event without an
+    assignment exempts every partition.
+
+    No step asks for a frame's schema: a Connect session answers each such question with a
+    round trip to the server (7 of them were 0.29 s of a 1.4 s small check)."""
     u = _union(sends, polls)
     positions = u.where(F.col("known") | F.col("ok") | (F.col("good") & (F.col("src") == POLL))
                         ).select("seq", "id", "cluster", "topic", "partition", "offset",
@@ -95,8 +99,7 @@ def build(
     # function shares one partitioning and order (only frames differ), so Spark runs them
     # in one Window operator: one sort and one pass over each partition's buffered rows.
     korder = F.when(F.col("known"), F.col("offset"))
-    u = u.withColumn("korder", korder)
-    w1 = Window.partitionBy(*TP).orderBy("korder")
+    w1 = Window.partitionBy(*TP).orderBy(korder)
     at_offset = w1.rangeBetween(0, 0)  # the rows at the same offset
     whole_tp = w1.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     u = u.select(
@@ -115,18 +118,18 @@ def build(
     inconsistent = F.col("known") & F.col("first_at_offset") & (F.col("id_lo") != F.col("id_hi"))
     # what window 1 found, as the few columns the rest needs: window 2 sorts and copies every
     # column its rows carry (warm 1M, alternating in one session: -7 %)
-    window1 = ("korder", "first_at_offset", "id_lo", "id_hi", "seq_lo", "seq_hi", "max_polled")
-    u = u.select(*[c for c in u.columns if c not in window1],
-                 inconsistent.alias("inconsistent_offset"),
-                 F.when(inconsistent, F.col("seq_lo")).alias("seq_lo"),
-                 F.when(inconsistent, F.col("seq_hi")).alias("seq_hi"),
-                 # an acknowledged row below the partition's highest polled offset
-                 (F.col("ok") & (F.col("max_polled") > F.col("offset"))).alias("passed_here"))
+    u = u.withColumns({
+        "inconsistent_offset": inconsistent,
+        "seq_lo": F.when(inconsistent, F.col("seq_lo")),
+        "seq_hi": F.when(inconsistent, F.col("seq_hi")),
+        # an acknowledged row below the partition's highest polled offset
+        "passed_here": F.col("ok") & (F.col("max_polled") > F.col("offset")),
+        # window 2's streams: a process's polls, its acknowledged sends
+        "stream": (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
+                   .when(F.col("ok") & F.col("offset").isNotNull(), F.lit(SEND_STREAM))),
+    }).drop("first_at_offset", "id_lo", "id_hi", "max_polled")
 
     # ---- window 2: consecutive pairs per stream (process's polls / acked sends) and tp
-    stream = (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
-              .when(F.col("ok") & F.col("offset").isNotNull(), F.lit(SEND_STREAM)))
-    u = u.withColumn("stream", stream)
     w2 = Window.partitionBy("stream", "process", *TP).orderBy("o1", "o2")
     u = u.select(
         "*",
@@ -140,7 +143,7 @@ def build(
     np_candidate = is_poll & has_prev & (F.col("offset") <= F.col("prev_offset"))
     skip_candidate = (is_poll & has_prev & (F.col("offset") > F.col("prev_offset"))
                       & (F.col("kr") - F.col("prev_kr") > 1))
-    u = u.withColumn("np_cand", np_candidate).withColumn("skip_cand", skip_candidate)
+    u = u.withColumns({"np_cand": np_candidate, "skip_cand": skip_candidate})
 
     # a pair is exempt when its process had an assign / rebalance in (previous poll, this
     # poll]: the few event times travel in the plan as a literal map (no Python worker, no join)
@@ -196,6 +199,12 @@ def count_when(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0))
 
 
+def carrier_names() -> list[str]:
+    """The per-id columns ``_example_carriers`` adds, in its order."""
+    names = [n for flag in ROW_FLAGS.values() for n in (f"ex_{flag}", f"ex_{flag}_prev")]
+    return [*names, "ex_inconsistent_offset", "ex_inconsistent_offset_other"]
+
+
 def _example_carriers() -> list[Column]:
     """Per id, which rows its examples show, carried through the counting pass so that
     showing an anomaly costs no second pass (``findings``): the row sequence numbers of the
@@ -244,11 +253,11 @@ def _as_longs(u: DataFrame) -> DataFrame:
     self time); the rules only compare these values, and the rows an example shows are read
     back with their names (``Frames.positions``). Two names of one history with the same
     64-bit hash would be taken for one: about 1 in 10^17 for a few hundred topics."""
-    strings = ("topic", "cluster", "status")
-    return u.select(*[c for c in u.columns if c not in strings],
-                    code("topic").alias("topic"), code("cluster").alias("cluster"),
-                    F.col("status").eqNullSafe("fail").alias("failed"),
-                    F.col("status").eqNullSafe("info").alias("info"))
+    return u.withColumns({
+        "topic": code("topic"), "cluster": code("cluster"),
+        "failed": F.col("status").eqNullSafe("fail"),
+        "info": F.col("status").eqNullSafe("info"),
+    }).drop("status")
 
 
 def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
@@ -328,8 +337,9 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
         "left",
     )
     passed = F.coalesce(F.col("reach") > F.col("ok_offset"), F.lit(False))
-    return joined.select(*per_id.columns, (F.col("missing") & passed).alias("lost"),
-                         (F.col("missing") & ~passed).alias("unseen"))
+    return joined.withColumns({"lost": F.col("missing") & passed,
+                               "unseen": F.col("missing") & ~passed}
+                              ).drop("r_cluster", "r_topic", "r_partition", "reach")
 
 
 ID_FLAGS = ("lost", "unseen", "duplicated", "aborted_reads", "unexpected", "recovered")

@@ -127,6 +127,14 @@ def parquet_files(path: Path) -> list[Path]:
                   not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
 
 
+def table_bytes(table: Table | None) -> int:
+    """How many bytes of files the table holds (0 for none): sizes its Spark shuffle."""
+    if table is None:
+        return 0
+    files = [table.path] if table.format == "json" else parquet_files(table.path)
+    return sum(f.stat().st_size for f in files)
+
+
 # ---------------------------------------------------------------- row validation (Python)
 
 _SPECS = {name: tuple((c.name, c.kind == INT, c.required, c.allowed) for c in cols)

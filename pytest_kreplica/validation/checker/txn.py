@@ -40,7 +40,6 @@ from pyspark.sql import functions as F
 from ...history import TXNS
 from .pipeline import PIPELINE_ANOMALIES
 from .pipeline import offending as pipeline_offending
-from .rules import numbered
 from .tables import find_table, read_spark
 
 TXN_ANOMALIES = ("aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
@@ -90,11 +89,11 @@ def v1_view(sends: DataFrame, polls: DataFrame, out: DataFrame) -> tuple[DataFra
     sends_v1 = kept.select(*[status.alias(c) if c == "status" else F.col(c)
                              for c in sends.columns])
     aborted = s.where(F.col("_outcome") == "aborted").select("id").distinct()
-    # file order stands for a missing index: the row numbers, taken before the join can
-    # reorder rows (the rules order by index, else by row number)
-    p = numbered(polls)
-    p = p.where(F.col("isolation").isNull() | (F.col("isolation") != RU)
-                | F.col("generation").isNotNull())
+    # file order stands for a missing index: the row numbers (``numbered`` by the caller,
+    # right after the read) were taken before the join can reorder rows (the rules order by
+    # index, else by row number)
+    p = polls.where(F.col("isolation").isNull() | (F.col("isolation") != RU)
+                    | F.col("generation").isNotNull())
     polls_v1 = p.join(aborted, "id", "left_anti").select(*p.columns)
     return sends_v1, polls_v1
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import CheckError
-from ..spark import default_parallelism, job_tag, start_spark
+from ..spark import conf_set, default_parallelism, job_tag, start_spark
 from .layout import ReplicaLayout, load_layout
 from .scan import RESULT_SCHEMA, scan_units_arrow
 
@@ -194,18 +194,8 @@ def _verify(spark: SparkSession, layout: ReplicaLayout) -> LogVerdict:
 def _collect_once(spark: SparkSession, df: DataFrame, settings: dict[str, str]) -> list:
     """``df.collect()`` under ``settings`` (the session's own values restored after), in the
     job group ``JOB_GROUP`` so a listener or a test can count its Spark jobs."""
-    saved = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        with job_tag(spark, JOB_GROUP, "kreplica verify-logs"):
-            return df.collect()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+    with conf_set(spark, settings), job_tag(spark, JOB_GROUP, "kreplica verify-logs"):
+        return df.collect()
 
 
 def _verdict(layout: ReplicaLayout, rows: list) -> LogVerdict:
