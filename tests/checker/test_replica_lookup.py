@@ -10,14 +10,20 @@ import pytest
 from pytest_kreplica.validation.checker import check
 
 
-def test_lost_in_log_and_unseen_not_in_log(history, spark_session):
+@pytest.mark.parametrize("in_pass", [None, 1], ids=["in-the-counting-pass", "second-read"])
+def test_lost_in_log_and_unseen_not_in_log(history, spark_session, monkeypatch, in_pass):
+    """``second-read``: more missing ids than the counting pass brings back (here 1), so
+    the look-up reads them from the per-id table again, with the input's own ids."""
     pytest.importorskip("pytest_kreplica.validation.replicas.locate")
+    from pytest_kreplica.validation.checker import findings
     from pytest_kreplica.validation.replicas.synth import (
         build_batch,
         message_values,
         write_partition,
     )
 
+    if in_pass is not None:
+        monkeypatch.setattr(findings, "MISSING_IN_PASS", in_pass)
     h = history()
     h.acked(7).polls(1, [0, 1, 2]).event("rebalance", process=1).polls(1, [4, 5])
     run = h.close()  # m3 lost (read past), m6 unseen (nothing read past it)

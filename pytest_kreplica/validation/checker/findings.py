@@ -3,13 +3,14 @@
 Users wait longest for the histories with anomalies, so finding and showing them must not
 cost a second full pass over the history (issue 15). The per-id step of the rules
 (``rules._example_carriers``) carries the row numbers of what a pair rule's example shows;
-the one aggregation that counts every anomaly also keeps, per anomaly, the lowest ids with
-those row numbers (``min_by(…, k)``: a bounded top-k, not a collected list), and the lost and
-unseen ids for the replica-log look-up up to ``MISSING_IN_PASS`` of them. The rows behind
-them (where an id was acknowledged, the two polls of a pair, every position of a duplicated
-id) come from one scan of the input filtered by those row numbers and ids (no window, no
-shuffle), and only when there is an anomaly. Only a history with more missing ids than that
-reads its per-id table a second time, for the look-up alone.
+the one aggregation that counts every anomaly also keeps, per anomaly, the ids with the
+lowest codes (``rules._as_longs``) and those row numbers (``min_by(…, k)``: a bounded top-k,
+not a collected list: a fixed choice, the same on every run), and the lost and unseen ids for
+the replica-log look-up up to ``MISSING_IN_PASS`` of them. The rows behind them (where an id
+was acknowledged, the two polls of a pair, every position of a duplicated id) come from one
+scan of the input filtered by those row numbers and id codes (no window, no shuffle), and
+only when there is an anomaly; the ids shown are the input's own. Only a history with more
+missing ids than that reads its per-id table a second time, for the look-up alone.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .rules import ID_FLAGS, PAIR_COUNTS, ROW_FLAGS, Frames, carrier_names, count_when
+from .rules import ID_FLAGS, PAIR_COUNTS, ROW_FLAGS, Frames, carrier_names, code, count_when
 from .verdict import EXAMPLES_PER_ANOMALY
 
 MISSING_IN_PASS = 10_000  # lost + unseen ids brought back with the counts
@@ -40,7 +41,7 @@ class Findings:
 
 
 def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
-    """Every anomaly's count and up to ``limit`` examples (lowest ids first), one query."""
+    """Every anomaly's count and up to ``limit`` examples (lowest id codes), one query."""
     p, c = _collapsed(frames.per_id), F.col
     real = c("id").isNotNull()
     row = p.agg(
@@ -61,8 +62,8 @@ def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
                 ((name, _example(name, carried[name], rows, limit)) for name in carried)
                 if found}
     too_many = counts["lost"] + counts["unseen"] > len(missing)
-    located = [{"id": m["id"], **_at(rows["seq"].get(m["seq"]), ("cluster", "topic",
-                                                                 "partition", "offset")),
+    located = [{**_at(rows["seq"].get(m["seq"]), ("id", "cluster", "topic", "partition",
+                                                  "offset")),
                 "anomaly": m["anomaly"]} for m in missing]
     return Findings(counts, examples, None if too_many else located)
 
@@ -84,7 +85,8 @@ def _collapsed(per_id: DataFrame) -> DataFrame:
     for name in carried:
         shows = shows | c(name).isNotNull()
     shows = F.coalesce(shows, F.lit(True))  # a null flag: keep the row as it is
-    return per_id.groupBy(shows.alias("_shows"), F.when(shows, c("id")).alias("id")).agg(
+    return per_id.groupBy(shows.alias("_shows"), F.when(shows, c("id")).alias("id"),
+                          F.when(shows, c("id2")).alias("id2")).agg(
         *[F.sum(name).alias(name) for name in (*TOTALS.values(), *PAIR_COUNTS)],
         *[F.max(name).alias(name) for name in (*ID_FLAGS, "ok_seq", *carried)])
 
@@ -94,11 +96,11 @@ def missing_ids(frames: Frames) -> DataFrame:
     the second read, only when there are more than ``MISSING_IN_PASS``."""
     c = F.col
     ids = frames.per_id.where(c("lost") | c("unseen")).select(
-        c("id").alias("m_id"), c("ok_seq").alias("m_seq"), _anomaly())
-    at = frames.positions.select("seq", "cluster", "topic", "partition", "offset")
+        c("ok_seq").alias("m_seq"), _anomaly())  # the id itself: its acknowledged row's
+    at = frames.positions.select("seq", "id", "cluster", "topic", "partition", "offset")
     return ids.join(at, c("m_seq") == c("seq"), "left").select(
-        c("m_id").alias("id"), "cluster", "topic", c("partition").cast("long"),
-        c("offset").cast("long"), "anomaly")
+        "id", "cluster", "topic", c("partition").cast("long"), c("offset").cast("long"),
+        "anomaly")
 
 
 def missing_frame(spark, rows: list[dict[str, Any]]) -> DataFrame:
@@ -139,8 +141,9 @@ def _example_columns(limit: int) -> list[Column]:
 def _read_rows(frames: Frames, carried: dict[str, list[dict[str, Any]]],
                missing: list[dict[str, Any]]) -> dict[str, dict[Any, Any]]:
     """The input rows behind the examples and the missing ids: one scan filtered by their
-    row numbers and by the shown duplicated / aborted / unexpected / recovered ids, only
-    when there is anything to show. ``{"seq": {seq: row}, "id": {id: [rows]}}``."""
+    row numbers and by the codes of the shown duplicated / aborted / unexpected / recovered
+    ids, only when there is anything to show. ``{"seq": {seq: row}, "id": {code: [rows]}}``
+    (two ids with one code both come back, and are shown apart)."""
     seqs = sorted({e[k] for name, found in carried.items() if name not in POSITIONED
                    for e in found for k in ("seq", "prev", "other") if e.get(k) is not None}
                   | {m["seq"] for m in missing if m.get("seq") is not None})
@@ -152,11 +155,11 @@ def _read_rows(frames: Frames, carried: dict[str, list[dict[str, Any]]],
     if seqs:
         wanted = wanted | F.col("seq").isin(seqs)
     if ids:
-        wanted = wanted | F.col("id").isin(ids)
-    for r in frames.positions.where(wanted).collect():
+        wanted = wanted | code("id").isin(ids)
+    for r in frames.positions.where(wanted).select("*", code("id").alias("_code")).collect():
         row = r.asDict()
         out["seq"][row["seq"]] = row
-        out["id"].setdefault(row["id"], []).append(row)
+        out["id"].setdefault(row.pop("_code"), []).append(row)
     return out
 
 
@@ -175,11 +178,11 @@ def _example(name: str, carried: list[dict[str, Any]], rows: dict[str, dict[Any,
     out = []
     for e in carried:
         if name in ("lost", "unseen"):
-            shown = {"id": e["id"], **_at(by_seq.get(e["seq"]), (
-                "cluster", "topic", "partition", "offset", "process"))}
+            shown = _at(by_seq.get(e["seq"]), (
+                "id", "cluster", "topic", "partition", "offset", "process"))
         elif name in ROW_FLAGS:
             this, prev = by_seq.get(e["seq"]) or {}, by_seq.get(e["prev"]) or {}
-            shown = {"id": e["id"], "prev_id": prev.get("id"), **_at(this, (
+            shown = {"id": this.get("id"), "prev_id": prev.get("id"), **_at(this, (
                 "cluster", "topic", "partition", "offset")), "prev_offset": prev.get("offset"),
                 "process": this.get("process"), "poll": this.get("poll"),
                 "prev_poll": prev.get("poll")}

@@ -13,9 +13,10 @@ The per-id step also carries which rows a pair rule's example shows, so one quer
 the counts and the examples together: a history with anomalies costs no second pass (the few
 rows shown are read afterwards from the input, filtered by their row numbers or ids, before
 any window). The windows and the per-id step see topics and clusters as hashes
-(``code``) and the status as flags, so no row they sort or copy carries a string but its id;
-every aggregate of the per-id step is over longs, which keeps it a hash aggregation (examples
-are carried as row numbers, ``seq``). Everything is Spark SQL expressions: no Python UDF.
+(``code``), ids as two hashes (``id``, ``id2``: 128 bits) and the status as flags, so no row
+they sort, copy or group carries a string; every aggregate and key of the per-id step is a
+long, which keeps it a hash aggregation (examples are carried as row numbers, ``seq``, and
+show the ids read back from the input). Everything is Spark SQL expressions: no Python UDF.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pyspark.sql.types import LongType
 SEND, POLL = 0, 1
 POLL_STREAM, SEND_STREAM = 1, 2  # window 2's streams: a process's polls, its acked sends
 ROW = "_row"  # a row's number in its table, in read order (``numbered``)
+ID2_SEED = "kreplica id2"  # hashed before the id: the second code's seed (``_as_longs``)
 TP = ("cluster", "topic", "partition")
 
 
@@ -108,6 +110,8 @@ def build(
         (F.row_number().over(w1) == F.rank().over(w1)).alias("first_at_offset"),
         F.min(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_lo"),
         F.max(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_hi"),
+        F.min(F.when(F.col("known"), F.col("id2"))).over(at_offset).alias("id2_lo"),
+        F.max(F.when(F.col("known"), F.col("id2"))).over(at_offset).alias("id2_hi"),
         F.min_by(F.when(F.col("known"), F.col("seq")), F.when(F.col("known"), F.col("id")))
         .over(at_offset).alias("seq_lo"),
         F.max_by(F.when(F.col("known"), F.col("seq")), F.when(F.col("known"), F.col("id")))
@@ -115,7 +119,8 @@ def build(
         F.max(F.when(F.col("good") & (F.col("src") == POLL), F.col("offset")))
         .over(whole_tp).alias("max_polled"),
     )
-    inconsistent = F.col("known") & F.col("first_at_offset") & (F.col("id_lo") != F.col("id_hi"))
+    inconsistent = F.col("known") & F.col("first_at_offset") & (
+        (F.col("id_lo") != F.col("id_hi")) | (F.col("id2_lo") != F.col("id2_hi")))
     # what window 1 found, as the few columns the rest needs: window 2 sorts and copies every
     # column its rows carry (warm 1M, alternating in one session: -7 %)
     u = u.withColumns({
@@ -127,7 +132,7 @@ def build(
         # window 2's streams: a process's polls, its acknowledged sends
         "stream": (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
                    .when(F.col("ok") & F.col("offset").isNotNull(), F.lit(SEND_STREAM))),
-    }).drop("first_at_offset", "id_lo", "id_hi", "max_polled")
+    }).drop("first_at_offset", "id_lo", "id_hi", "id2_lo", "id2_hi", "max_polled")
 
     # ---- window 2: consecutive pairs per stream (process's polls / acked sends) and tp
     w2 = Window.partitionBy("stream", "process", *TP).orderBy("o1", "o2")
@@ -248,12 +253,17 @@ def _partition_code(held: str) -> Column:
 
 def _as_longs(u: DataFrame) -> DataFrame:
     """The rows as the windows and the per-id step see them: topic and cluster as codes,
-    the status as two flags. Every string a row carries is copied by each window and compared
-    by each sort (JFR of a warm 1M check: string reads, copies and compares were the largest
-    self time); the rules only compare these values, and the rows an example shows are read
-    back with their names (``Frames.positions``). Two names of one history with the same
-    64-bit hash would be taken for one: about 1 in 10^17 for a few hundred topics."""
+    the id as two codes, the status as two flags. Every string a row carries is copied by
+    each window and compared by each sort (JFR of a warm 1M check: string reads, copies and
+    compares were the largest self time), and a string key makes the per-id aggregation a
+    slower one (10M + 10M, warm, alternating: 75-79 s with string ids, 60-66 s with long
+    ones); the rules only compare these values, and the rows an example shows are read back
+    with their names (``Frames.positions``). Two topic names of one history with the same
+    64-bit hash would be taken for one: about 1 in 10^17 for a few hundred topics; ids get
+    128 bits (two hashes, the second seeded differently), so two of 100M ids collide with a
+    chance of about 1 in 10^22."""
     return u.withColumns({
+        "id": code("id"), "id2": F.when(F.col("id").isNotNull(), F.xxhash64(F.lit(ID2_SEED), "id")),
         "topic": code("topic"), "cluster": code("cluster"),
         "failed": F.col("status").eqNullSafe("fail"),
         "info": F.col("status").eqNullSafe("info"),
@@ -280,7 +290,7 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
     # shuffled by id before aggregating: a hash aggregation in the windows' own tasks cannot
     # be made to spill when a window buffer needs memory (10M + 10M failed with
     # UNABLE_TO_ACQUIRE_MEMORY); after the exchange it runs alone in its tasks
-    agg = u.repartition("id").groupBy("id").agg(
+    agg = u.repartition("id").groupBy("id", "id2").agg(
         count_when(good & (src == SEND)).alias("n_send"),
         count_when(F.col("ok")).alias("n_ok"),
         count_when(good & (src == SEND) & F.col("failed")).alias("n_fail"),
