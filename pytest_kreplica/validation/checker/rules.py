@@ -205,7 +205,8 @@ def count_when(cond: Column) -> Column:
 
 
 def carrier_names() -> list[str]:
-    """The per-id columns ``_example_carriers`` adds, in its order."""
+    """The per-id columns ``_example_carriers`` adds, in its order (the one place they are
+    named: ``findings`` takes them from here, without asking a frame for its schema)."""
     names = [n for flag in ROW_FLAGS.values() for n in (f"ex_{flag}", f"ex_{flag}_prev")]
     return [*names, "ex_inconsistent_offset", "ex_inconsistent_offset_other"]
 
@@ -221,14 +222,11 @@ def _example_carriers() -> list[Column]:
     out = []
     for flag in ROW_FLAGS.values():
         first = F.when(c(flag), c("seq"))
-        out += [F.min(first).alias(f"ex_{flag}"),
-                F.min_by(F.when(c(flag), c("prev_seq")), first).alias(f"ex_{flag}_prev")]
+        out += [F.min(first), F.min_by(F.when(c(flag), c("prev_seq")), first)]
     first = F.when(c("inconsistent_offset"), c("seq"))
-    out += [F.min_by(F.when(c("inconsistent_offset"), c("seq_lo")), first)
-            .alias("ex_inconsistent_offset"),
-            F.min_by(F.when(c("inconsistent_offset"), c("seq_hi")), first)
-            .alias("ex_inconsistent_offset_other")]
-    return out
+    out += [F.min_by(F.when(c("inconsistent_offset"), c("seq_lo")), first),
+            F.min_by(F.when(c("inconsistent_offset"), c("seq_hi")), first)]
+    return [column.alias(name) for column, name in zip(out, carrier_names(), strict=True)]
 
 
 def code(name: str) -> Column:
