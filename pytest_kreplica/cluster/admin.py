@@ -325,17 +325,35 @@ class AdminCluster(OffsetsMixin, Cluster):
             if names is None:
                 with self._admin_call("list_topics") as admin:
                     names = [t for t in admin.list_topics() if not t.startswith("__")]
-            described = self._describe_topics(list(names)) if names else {}
-            for name in names:
-                for state in described[name]:
-                    if state.leader is None:
-                        raise NotYet(f"{name}-{state.partition} has no leader")
-                    if not state.isr_full:
-                        raise NotYet(f"{name}-{state.partition} isr {list(state.isr)} "
-                                     f"of replicas {list(state.replicas)}")
-        poll_until(healthy, timeout, "every node registered and every ISR full",
+            if names:
+                self._every_broker_agrees(list(names))
+        poll_until(healthy, timeout, "every node registered and every ISR full as every "
+                   "broker sees it",
                     lambda msg: ClusterError(f"cluster in {self.workdir} not healthy: {msg}; "
                                              f"{self._logs_hint()}"))
+
+    def _every_broker_agrees(self, names: list[str]) -> None:
+        """``NotYet`` until every broker the admin client reaches shows each partition of
+        ``names`` with a leader and a full ISR, and all show the same leader and epoch. One
+        broker's answer is not enough: a broker still replaying the metadata log answers
+        with an older ISR (CI runs read [1, 2] right after one broker had shown it full)."""
+        seen: dict[tuple[str, int], tuple[int | None, int]] = {}
+        for node in list(self._admin_nodes) or [None]:
+            where = f" (node {node}'s metadata)" if node is not None else ""
+            for name, states in self._describe_topics(names, node).items():
+                for state in states:
+                    part = f"{name}-{state.partition}"
+                    if state.leader is None:
+                        raise NotYet(f"{part} has no leader{where}")
+                    if not state.isr_full:
+                        raise NotYet(f"{part} isr {list(state.isr)} of replicas "
+                                     f"{list(state.replicas)}{where}")
+                    view = seen.setdefault((name, state.partition),
+                                           (state.leader, state.leader_epoch))
+                    if view != (state.leader, state.leader_epoch):
+                        raise NotYet(f"{part}: leader {state.leader} epoch "
+                                     f"{state.leader_epoch}{where}, another broker shows "
+                                     f"leader {view[0]} epoch {view[1]}")
 
     def wait_registered(self, node_id: int, timeout: float) -> None:
         """Wait until ``node_id`` is an unfenced broker again (after a start or resume)."""

@@ -38,9 +38,10 @@ class OffsetsMixin:
     partitions, plus the one-partition forms built on them. Needs ``AdminCluster``'s
     ``_admin_call``, ``_ask``, ``_retrying`` and ``node_state``."""
 
-    def _describe_topics(self, topics: list[str]) -> dict[str, list[PartitionState]]:
-        """Every partition of ``topics`` from one Metadata request (``NotYet`` while a
-        topic is missing or has no partitions)."""
+    def _describe_topics(self, topics: list[str], node_id: int | None = None
+                         ) -> dict[str, list[PartitionState]]:
+        """Every partition of ``topics`` from one Metadata request, to ``node_id`` when
+        given (``NotYet`` while a topic is missing or has no partitions)."""
         from kafka.protocol.metadata import MetadataRequest
 
         request = MetadataRequest(
@@ -48,7 +49,7 @@ class OffsetsMixin:
             allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
             include_topic_authorized_operations=False)
         with self._admin_call(f"Metadata({', '.join(topics)})") as admin:
-            described = self._ask(admin, request).to_dict()["topics"]
+            described = self._ask(admin, request, node_id).to_dict()["topics"]
         by_name = {entry["name"]: entry for entry in described}
         result: dict[str, list[PartitionState]] = {}
         for topic in topics:
