@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from .. import once
 from ..cache import cache_dir
 from ..errors import CheckError, InputError, KreplicaError
+from . import reuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -330,6 +331,7 @@ def _stop_locked() -> None:
     session, _session = _session, None
     url, _session_url = _session_url, None
     session.stop()
+    reuse.forget()  # its Columns belong to the session that stopped
     if url is not None and is_connect(url):
         from .connect import paths, release
 

@@ -2,8 +2,8 @@
 checker reports"): the checker's rules and baseline, the verdict's validity, the loss
 trade-off and the report all read this table.
 
-To add an anomaly: its rule (a per-id flag in ``rules._flags`` / ``ID_FLAGS``, or a per-row
-flag summed in ``PAIR_COUNTS``, and its example query), one ``Anomaly`` line here, and the
+To add an anomaly: its rule (a per-id flag in ``rules._per_id_columns`` / ``ID_FLAGS``, or a
+per-row flag summed in ``PAIR_COUNTS``, and its example query), one ``Anomaly`` line here, and the
 same rule in ``baseline.check_baseline`` (``note(name, ...)``); a planted history in
 tests/checker/test_planted.py proves both count it.
 """

@@ -21,7 +21,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .rules import ID_FLAGS, PAIR_COUNTS, ROW_FLAGS, Frames, carrier_names, code, count_when
+from ..reuse import per_session
+from .codes import code
+from .rules import ID_FLAGS, PAIR_COUNTS, ROW_FLAGS, Frames, carrier_names, count_when
 from .verdict import EXAMPLES_PER_ANOMALY
 
 MISSING_IN_PASS = 10_000  # lost + unseen ids brought back with the counts
@@ -42,17 +44,8 @@ class Findings:
 
 def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
     """Every anomaly's count and up to ``limit`` examples (lowest id codes), one query."""
-    p, c = _collapsed(frames.per_id), F.col
-    real = c("id").isNotNull()
-    row = p.agg(
-        *[count_when(c(name) & real).alias(name) for name in ID_FLAGS],
-        *[F.coalesce(F.sum(name), F.lit(0)).alias(name) for name in PAIR_COUNTS],
-        *[F.coalesce(F.sum(column), F.lit(0)).alias(total) for total, column in TOTALS.items()],
-        count_when(real & (c("n_send") > 1)).alias("reused_ids"),
-        *_example_columns(limit),
-        _lowest(F.struct(c("id"), c("ok_seq").alias("seq"), _anomaly()),
-                (c("lost") | c("unseen")) & real, MISSING_IN_PASS).alias("x_missing"),
-    ).collect()[0].asDict(recursive=True)
+    row = _collapsed(frames.per_id).agg(*_found_columns(limit, MISSING_IN_PASS)
+                                        ).collect()[0].asDict(recursive=True)
     counts = {k: int(v or 0) for k, v in row.items() if not k.startswith("x_")}
     carried = {name: (row.get(f"x_{name}") or []) if counts.get(name) else []
                for name in (*ID_FLAGS, *PAIR_COUNTS)}
@@ -68,6 +61,22 @@ def find(frames: Frames, limit: int = EXAMPLES_PER_ANOMALY) -> Findings:
     return Findings(counts, examples, None if too_many else located)
 
 
+@per_session
+def _found_columns(limit: int, missing_in_pass: int) -> list[Column]:
+    """The one row ``find`` collects: counts, totals, examples and missing ids."""
+    c = F.col
+    real = c("id").isNotNull()
+    return [
+        *[count_when(c(name) & real).alias(name) for name in ID_FLAGS],
+        *[F.coalesce(F.sum(name), F.lit(0)).alias(name) for name in PAIR_COUNTS],
+        *[F.coalesce(F.sum(column), F.lit(0)).alias(total) for total, column in TOTALS.items()],
+        count_when(real & (c("n_send") > 1)).alias("reused_ids"),
+        *_example_columns(limit),
+        _lowest(F.struct(c("id"), c("ok_seq").alias("seq"), _anomaly()),
+                (c("lost") | c("unseen")) & real, missing_in_pass).alias("x_missing"),
+    ]
+
+
 def _collapsed(per_id: DataFrame) -> DataFrame:
     """The per-id table with every id that shows nothing summed into one row.
 
@@ -77,6 +86,13 @@ def _collapsed(per_id: DataFrame) -> DataFrame:
     partial step runs in the per-id step's own tasks), and only the ids with something to
     count or show, plus that one row, reach the examples. The sums and every count are the
     same (the pair rules' counts are sums); an id with an anomaly keeps its own row."""
+    keys, aggregates = _collapsing()
+    return per_id.groupBy(*keys).agg(*aggregates)
+
+
+@per_session
+def _collapsing() -> tuple[list[Column], list[Column]]:
+    """``_collapsed``'s grouping keys and aggregates."""
     c = F.col
     shows = c("n_send") > 1  # reused_ids counts these
     for name in ID_FLAGS:
@@ -85,10 +101,10 @@ def _collapsed(per_id: DataFrame) -> DataFrame:
     for name in carried:
         shows = shows | c(name).isNotNull()
     shows = F.coalesce(shows, F.lit(True))  # a null flag: keep the row as it is
-    return per_id.groupBy(shows.alias("_shows"), F.when(shows, c("id")).alias("id"),
-                          F.when(shows, c("id2")).alias("id2")).agg(
-        *[F.sum(name).alias(name) for name in (*TOTALS.values(), *PAIR_COUNTS)],
-        *[F.max(name).alias(name) for name in (*ID_FLAGS, "ok_seq", *carried)])
+    return ([shows.alias("_shows"), F.when(shows, c("id")).alias("id"),
+             F.when(shows, c("id2")).alias("id2")],
+            [*[F.sum(name).alias(name) for name in (*TOTALS.values(), *PAIR_COUNTS)],
+             *[F.max(name).alias(name) for name in (*ID_FLAGS, "ok_seq", *carried)]])
 
 
 def missing_ids(frames: Frames) -> DataFrame:

@@ -27,10 +27,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
+from ..reuse import per_session
+from .codes import ID2_SEED, code, code_of
+from .exempt import exempt
+
 SEND, POLL = 0, 1
 POLL_STREAM, SEND_STREAM = 1, 2  # window 2's streams: a process's polls, its acked sends
 ROW = "_row"  # a row's number in its table, in read order (``numbered``)
-ID2_SEED = "kreplica id2"  # hashed before the id: the second code's seed (``_as_longs``)
 TP = ("cluster", "topic", "partition")
 
 
@@ -50,30 +53,36 @@ def numbered(table: DataFrame) -> DataFrame:
 
 
 def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
-    s = sends.select(
+    send_columns, poll_columns, flags = _union_columns()
+    return sends.select(*send_columns).unionByName(polls.select(*poll_columns)).select(
+        "*", *flags)
+
+
+@per_session
+def _union_columns() -> tuple[list[Column | str], list[Column | str], list[Column]]:
+    """What ``_union`` selects from the sends, from the polls, and adds to their union."""
+    s = [
         (F.col(ROW) * 2 + SEND).alias("seq"),
         F.lit(SEND).alias("src"), (~F.col("_bad")).alias("good"),
         "process", "topic", "partition", "offset", "id", "cluster", "status",
         F.col("invoke_ns").alias("o1"), F.col("complete_ns").alias("o2"),
         F.lit(None).cast(LongType()).alias("t"), F.lit(None).cast(LongType()).alias("poll"),
-    )
-    p = polls.select(
+    ]
+    p = [
         (F.col(ROW) * 2 + POLL).alias("seq"),
         F.lit(POLL).alias("src"), (~F.col("_bad")).alias("good"),
         "process", "topic", "partition", "offset", "id", "cluster",
         F.lit(None).cast("string").alias("status"),
         F.col("poll").alias("o1"), F.coalesce("index", ROW).alias("o2"),
         F.col("time_ns").alias("t"), "poll",
-    )
-    u = s.unionByName(p)
+    ]
     is_ok = (F.col("src") == SEND) & (F.col("status") == "ok")
-    return u.select(
-        "*",
+    return s, p, [
         (F.col("good") & is_ok).alias("ok"),
         # a position known to hold this id: acknowledged at that offset, or polled there
         (F.col("good") & F.col("offset").isNotNull()
          & (is_ok | (F.col("src") == POLL))).alias("known"),
-    )
+    ]
 
 
 def build(
@@ -91,21 +100,36 @@ def build(
     No step asks for a frame's schema: a Connect session answers each such question with a
     round trip to the server (7 of them were 0.29 s of a 1.4 s small check)."""
     u = _union(sends, polls)
-    positions = u.where(F.col("known") | F.col("ok") | (F.col("good") & (F.col("src") == POLL))
-                        ).select("seq", "id", "cluster", "topic", "partition", "offset",
-                                 "process", "poll")
-
+    positions = u.where(_positioned()).select("seq", "id", "cluster", "topic", "partition",
+                                              "offset", "process", "poll")
     u = _as_longs(u)
+    window_1, found_1, scratch_1 = _window_1()
+    u = u.select("*", *window_1).withColumns(found_1).drop(*scratch_1)
+    window_2, candidates = _window_2()
+    u = u.select("*", *window_2).withColumns(candidates)
+    u = u.select("*", *_pair_flags(exempt(exempting, assignments)))
+    per_id = _per_id(u, mirrored)
+    return Frames(per_id=per_id, positions=positions)
 
-    # ---- window 1: topic-partition by offset (nulls, i.e. unknown positions, first). Every
-    # function shares one partitioning and order (only frames differ), so Spark runs them
-    # in one Window operator: one sort and one pass over each partition's buffered rows.
+
+@per_session
+def _positioned() -> Column:
+    """The union's rows that ``Frames.positions`` keeps."""
+    return F.col("known") | F.col("ok") | (F.col("good") & (F.col("src") == POLL))
+
+
+@per_session
+def _window_1() -> tuple[list[Column], dict[str, Column], list[str]]:
+    """Window 1's columns, what the rest takes from them, and the scratch columns dropped.
+
+    Topic-partition by offset (nulls, i.e. unknown positions, first). Every function shares
+    one partitioning and order (only frames differ), so Spark runs them in one Window
+    operator: one sort and one pass over each partition's buffered rows."""
     korder = F.when(F.col("known"), F.col("offset"))
     w1 = Window.partitionBy(*TP).orderBy(korder)
     at_offset = w1.rangeBetween(0, 0)  # the rows at the same offset
     whole_tp = w1.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    u = u.select(
-        "*",
+    columns = [
         F.dense_rank().over(w1).alias("kr"),
         (F.row_number().over(w1) == F.rank().over(w1)).alias("first_at_offset"),
         F.min(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_lo"),
@@ -118,12 +142,12 @@ def build(
         .over(at_offset).alias("seq_hi"),
         F.max(F.when(F.col("good") & (F.col("src") == POLL), F.col("offset")))
         .over(whole_tp).alias("max_polled"),
-    )
+    ]
     inconsistent = F.col("known") & F.col("first_at_offset") & (
         (F.col("id_lo") != F.col("id_hi")) | (F.col("id2_lo") != F.col("id2_hi")))
     # what window 1 found, as the few columns the rest needs: window 2 sorts and copies every
     # column its rows carry (warm 1M, alternating in one session: -7 %)
-    u = u.withColumns({
+    found = {
         "inconsistent_offset": inconsistent,
         "seq_lo": F.when(inconsistent, F.col("seq_lo")),
         "seq_hi": F.when(inconsistent, F.col("seq_hi")),
@@ -132,71 +156,48 @@ def build(
         # window 2's streams: a process's polls, its acknowledged sends
         "stream": (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
                    .when(F.col("ok") & F.col("offset").isNotNull(), F.lit(SEND_STREAM))),
-    }).drop("first_at_offset", "id_lo", "id_hi", "id2_lo", "id2_hi", "max_polled")
+    }
+    return columns, found, ["first_at_offset", "id_lo", "id_hi", "id2_lo", "id2_hi",
+                            "max_polled"]
 
-    # ---- window 2: consecutive pairs per stream (process's polls / acked sends) and tp
+
+@per_session
+def _window_2() -> tuple[list[Column], dict[str, Column]]:
+    """Window 2's columns (consecutive pairs per stream, the process's polls or acked sends,
+    and topic-partition) and the pair rules' candidates drawn from them."""
     w2 = Window.partitionBy("stream", "process", *TP).orderBy("o1", "o2")
-    u = u.select(
-        "*",
+    columns = [
         F.lag("offset").over(w2).alias("prev_offset"),
         F.lag("kr").over(w2).alias("prev_kr"),
         F.lag("t").over(w2).alias("prev_t"),
         F.lag("seq").over(w2).alias("prev_seq"),
-    )
+    ]
     is_poll = F.col("stream") == POLL_STREAM
     has_prev = F.col("prev_offset").isNotNull()
-    np_candidate = is_poll & has_prev & (F.col("offset") <= F.col("prev_offset"))
-    skip_candidate = (is_poll & has_prev & (F.col("offset") > F.col("prev_offset"))
-                      & (F.col("kr") - F.col("prev_kr") > 1))
-    u = u.withColumns({"np_cand": np_candidate, "skip_cand": skip_candidate})
-
-    # a pair is exempt when its process had an assign / rebalance in (previous poll, this
-    # poll]: the few event times travel in the plan as a literal map (no Python worker, no join)
-    if assignments:
-        exempt = _moved_partition(assignments)
-    elif exempting:
-        times = F.create_map(*[
-            c for process, ts in sorted(exempting.items())
-            for c in (F.lit(process).cast(LongType()),
-                      F.array(*[F.lit(t).cast(LongType()) for t in ts]))
-        ])
-        candidate_times = F.when(F.col("np_cand") | F.col("skip_cand"),
-                                 F.try_element_at(times, F.col("process")))
-        exempt = F.coalesce(F.exists(
-            candidate_times, lambda x: (x > F.col("prev_t")) & (x <= F.col("t"))), F.lit(False))
-    else:
-        exempt = F.lit(False)
-    u = u.select(
-        "*",
-        (F.col("np_cand") & ~exempt).alias("nonmonotonic_poll"),
-        (F.col("skip_cand") & ~exempt).alias("poll_skip"),
-        ((F.col("stream") == SEND_STREAM) & has_prev & (F.col("offset") < F.col("prev_offset")))
-        .alias("nonmonotonic_send"),
-    )
-
-    per_id = _per_id(u, mirrored)
-    return Frames(per_id=per_id, positions=positions)
+    return columns, {
+        "np_cand": is_poll & has_prev & (F.col("offset") <= F.col("prev_offset")),
+        "skip_cand": (is_poll & has_prev & (F.col("offset") > F.col("prev_offset"))
+                      & (F.col("kr") - F.col("prev_kr") > 1)),
+    }
 
 
-def _moved_partition(assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]]
-                     ) -> Column:
-    """True for a candidate pair whose process had, in (previous poll, this poll], an
-    assign / rebalance that left this partition out of its assignment (or recorded none)."""
-    events = F.create_map(*[
-        c for process, evs in sorted(assignments.items())
-        for c in (F.lit(process).cast(LongType()), F.array(*[
-            F.struct(F.lit(t).cast(LongType()).alias("t"),
-                     (F.array(*[_partition_code(x) for x in held]).cast("array<bigint>")
-                      if held is not None else F.lit(None).cast("array<bigint>")).alias("held"))
-            for t, held in evs]))
-    ])
-    mine = F.when(F.col("np_cand") | F.col("skip_cand"),
-                  F.try_element_at(events, F.col("process")))
-    here = F.xxhash64("topic", "partition")  # the topic's code and the partition
-    return F.coalesce(F.exists(mine, lambda e: (
-        (e["t"] > F.col("prev_t")) & (e["t"] <= F.col("t"))
-        & (e["held"].isNull() | ~F.coalesce(F.array_contains(e["held"], here),
-                                             F.lit(False))))), F.lit(False))
+def _pair_flags(exempt: Column | None) -> list[Column]:
+    """The pair rules' flags; ``exempt`` (None: no pair is) clears a poll pair's."""
+    if exempt is None:
+        return _unexempted_pair_flags()
+    return [(F.col("np_cand") & ~exempt).alias("nonmonotonic_poll"),
+            (F.col("skip_cand") & ~exempt).alias("poll_skip"), _nonmonotonic_send()]
+
+
+@per_session
+def _unexempted_pair_flags() -> list[Column]:
+    return [F.col("np_cand").alias("nonmonotonic_poll"),
+            F.col("skip_cand").alias("poll_skip"), _nonmonotonic_send()]
+
+
+def _nonmonotonic_send() -> Column:
+    return ((F.col("stream") == SEND_STREAM) & F.col("prev_offset").isNotNull()
+            & (F.col("offset") < F.col("prev_offset"))).alias("nonmonotonic_send")
 
 
 def count_when(cond: Column) -> Column:
@@ -211,6 +212,7 @@ def carrier_names() -> list[str]:
     return [*names, "ex_inconsistent_offset", "ex_inconsistent_offset_other"]
 
 
+@per_session
 def _example_carriers() -> list[Column]:
     """Per id, which rows its examples show, carried through the counting pass so that
     showing an anomaly costs no second pass (``findings``): the row sequence numbers of the
@@ -229,26 +231,6 @@ def _example_carriers() -> list[Column]:
     return [column.alias(name) for column, name in zip(out, carrier_names(), strict=True)]
 
 
-def code(name: str) -> Column:
-    """A string column as a long (xxhash64; null stays null), for rules that only compare
-    values: see ``_as_longs``."""
-    return F.when(F.col(name).isNotNull(), F.xxhash64(name))
-
-
-def code_of(value: str) -> Column:
-    """The code (``code``) of a string constant; Spark folds it to a literal."""
-    return F.xxhash64(F.lit(value))
-
-
-def _partition_code(held: str) -> Column:
-    """The code of an assignment's ``topic:partition`` (``_moved_partition``); an entry whose
-    partition is not a number matches nothing, as it never equalled a row's before."""
-    topic, _, number = held.rpartition(":")
-    if not (number.isdigit() and str(int(number)) == number):
-        return F.lit(None).cast(LongType())
-    return F.xxhash64(code_of(topic), F.lit(int(number)).cast(LongType()))
-
-
 def _as_longs(u: DataFrame) -> DataFrame:
     """The rows as the windows and the per-id step see them: topic and cluster as codes,
     the id as two codes, the status as two flags. Every string a row carries is copied by
@@ -260,15 +242,33 @@ def _as_longs(u: DataFrame) -> DataFrame:
     64-bit hash would be taken for one: about 1 in 10^17 for a few hundred topics; ids get
     128 bits (two hashes, the second seeded differently), so two of 100M ids collide with a
     chance of about 1 in 10^22."""
-    return u.withColumns({
+    return u.withColumns(_long_columns()).drop("status")
+
+
+@per_session
+def _long_columns() -> dict[str, Column]:
+    return {
         "id": code("id"), "id2": F.when(F.col("id").isNotNull(), F.xxhash64(F.lit(ID2_SEED), "id")),
         "topic": code("topic"), "cluster": code("cluster"),
         "failed": F.col("status").eqNullSafe("fail"),
         "info": F.col("status").eqNullSafe("info"),
-    }).drop("status")
+    }
 
 
 def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
+    aggregates, flags = _per_id_columns(mirrored)
+    # shuffled by id before aggregating: a hash aggregation in the windows' own tasks cannot
+    # be made to spill when a window buffer needs memory (10M + 10M failed with
+    # UNABLE_TO_ACQUIRE_MEMORY); after the exchange it runs alone in its tasks
+    per_id = u.repartition("id").groupBy("id", "id2").agg(*aggregates).select("*", *flags)
+    if not mirrored:
+        return per_id.select("*", *_lost_or_unseen())
+    return _mirrored_loss(per_id)
+
+
+@per_session
+def _per_id_columns(mirrored: bool) -> tuple[list[Column], list[Column]]:
+    """The per-id step's aggregates, and the id rules' flags drawn from them."""
     good, src = F.col("good"), F.col("src")
     known = F.col("known")
     # duplicated: an id at two or more distinct positions. A set of tuples has two distinct
@@ -285,10 +285,7 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
     polled_for_loss = (src == POLL) & good
     if mirrored:
         polled_for_loss = polled_for_loss & (F.col("cluster") == code_of("target"))
-    # shuffled by id before aggregating: a hash aggregation in the windows' own tasks cannot
-    # be made to spill when a window buffer needs memory (10M + 10M failed with
-    # UNABLE_TO_ACQUIRE_MEMORY); after the exchange it runs alone in its tasks
-    agg = u.repartition("id").groupBy("id", "id2").agg(
+    aggregates = [
         count_when(good & (src == SEND)).alias("n_send"),
         count_when(F.col("ok")).alias("n_ok"),
         count_when(good & (src == SEND) & F.col("failed")).alias("n_fail"),
@@ -310,7 +307,7 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
         count_when(F.col("inconsistent_offset")).alias("inconsistent_offsets"),
         *spread,
         *_example_carriers(),
-    )
+    ]
     dup = F.lit(False)
     for i in range(len(buckets)):
         for coord in ("topic", "partition", "offset"):
@@ -318,20 +315,27 @@ def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
                                    F.lit(False))
     missing = (F.col("n_ok") > 0) & (F.col("n_poll_loss") == 0) & F.col("id").isNotNull()
     polled = F.col("n_poll") > 0
-    per_id = agg.select(
-        "*",
+    return aggregates, [
         missing.alias("missing"),
         dup.alias("duplicated"),
         ((F.col("n_fail") > 0) & polled).alias("aborted_reads"),
         ((F.col("n_send") == 0) & polled).alias("unexpected"),
         ((F.col("n_info") > 0) & polled).alias("recovered"),
-    )
-    if not mirrored:
-        passed = F.coalesce(F.col("passed") == 1, F.lit(False))
-        return per_id.select("*", (F.col("missing") & passed).alias("lost"),
-                             (F.col("missing") & ~passed).alias("unseen"))
-    # mirrored: lost when an id acknowledged later in the same source partition was polled
-    # on the target (mirrored partitions keep their numbers and order)
+    ]
+
+
+@per_session
+def _lost_or_unseen() -> list[Column]:
+    """An acknowledged id no one polled: lost when a later offset of its partition was."""
+    passed = F.coalesce(F.col("passed") == 1, F.lit(False))
+    return [(F.col("missing") & passed).alias("lost"),
+            (F.col("missing") & ~passed).alias("unseen")]
+
+
+def _mirrored_loss(per_id: DataFrame) -> DataFrame:
+    """Lost and unseen in a mirrored run: lost when an id acknowledged later in the same
+    source partition was polled on the target (mirrored partitions keep their numbers and
+    order)."""
     reach = (per_id.where((F.col("n_ok") > 0) & (F.col("n_poll_loss") > 0))
              .groupBy(F.col("ok_cluster_code").alias("r_cluster"),
                       F.col("ok_topic_code").alias("r_topic"),
