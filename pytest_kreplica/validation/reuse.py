@@ -2,10 +2,10 @@
 
 A rule's expressions (``F.col``, ``F.when``, windows, aggregates) are the same for every
 history, but in a classic session each function is one or more py4j round trips to the
-driver JVM: a warm check of a 1000-message history made about 3000 of them. Alone on the
-machine they cost about a fifth of the check; while the other xdist worker produces on the
-same two cores each round trip waits for a thread to be scheduled on both sides, and the
-checker phase of a smoke case took 2.6-4.6 s against 1.3 s alone.
+driver JVM: a warm check of a small history made about 3000 of them, 900 once the
+expressions were kept. While the other xdist worker produces on the same two cores, each
+round trip waits for a thread to be scheduled on both sides: the checker phase of a warm
+smoke case took 4-5 s there against 0.5-0.7 s for the same history alone (docs/checker.md).
 
 A Column is an unresolved expression tree that never changes once built, so one built for
 one check serves every later check of the session. ``per_session`` keeps what a builder
