@@ -27,8 +27,9 @@ _built: dict[tuple[Any, ...], Any] = {}
 
 
 def per_session(build: Callable[..., T]) -> Callable[..., T]:
-    """``build(*args)`` once per Spark session and arguments; the same objects after that.
-    Two threads asking at once may both build; one result is kept, and both are valid."""
+    """``build(*args)`` once per Spark session and arguments; the same objects after that
+    (callers never change them). Two threads asking at once may both build; one result is
+    kept, and both are valid."""
     @functools.wraps(build)
     def kept(*args: Any) -> T:
         key = (build.__module__, build.__qualname__, *args)
