@@ -183,21 +183,20 @@ def _window_2() -> tuple[list[Column], dict[str, Column]]:
 
 def _pair_flags(exempt: Column | None) -> list[Column]:
     """The pair rules' flags; ``exempt`` (None: no pair is) clears a poll pair's."""
+    plain = _unexempted_pair_flags()
     if exempt is None:
-        return _unexempted_pair_flags()
+        return plain
     return [(F.col("np_cand") & ~exempt).alias("nonmonotonic_poll"),
-            (F.col("skip_cand") & ~exempt).alias("poll_skip"), _nonmonotonic_send()]
+            (F.col("skip_cand") & ~exempt).alias("poll_skip"), plain[2]]
 
 
 @per_session
 def _unexempted_pair_flags() -> list[Column]:
+    """nonmonotonic_poll, poll_skip (every candidate) and nonmonotonic_send."""
     return [F.col("np_cand").alias("nonmonotonic_poll"),
-            F.col("skip_cand").alias("poll_skip"), _nonmonotonic_send()]
-
-
-def _nonmonotonic_send() -> Column:
-    return ((F.col("stream") == SEND_STREAM) & F.col("prev_offset").isNotNull()
-            & (F.col("offset") < F.col("prev_offset"))).alias("nonmonotonic_send")
+            F.col("skip_cand").alias("poll_skip"),
+            ((F.col("stream") == SEND_STREAM) & F.col("prev_offset").isNotNull()
+             & (F.col("offset") < F.col("prev_offset"))).alias("nonmonotonic_send")]
 
 
 def count_when(cond: Column) -> Column:
