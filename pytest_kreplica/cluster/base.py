@@ -185,6 +185,14 @@ class Cluster(abc.ABC):
     def isr(self, topic: str, partition: int) -> tuple[int, ...]:
         return self.partition_state(topic, partition).isr
 
+    def partition_views(self, topic: str, partition: int, timeout: float = 30.0
+                        ) -> dict[int | None, PartitionState]:
+        """The partition as each broker shows it in its own metadata, by node id (a broker
+        still replaying the metadata log answers with an older ISR). The admin backends ask
+        every broker they reach; this default has one answer, under ``None`` (``timeout`` bounds
+        the retries where a backend retries)."""
+        return {None: self.partition_state(topic, partition)}
+
     # whether ``active_controller`` can answer (an external cluster may not expose its
     # controller: ``capabilities.controller: false``, or a broker without KRaft like Tansu)
     finds_controller: bool = True

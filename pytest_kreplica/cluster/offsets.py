@@ -34,9 +34,10 @@ class NotYet(ClusterError):
 
 
 class OffsetsMixin:
-    """``partition_states``, ``replica_log_end_offsets`` and ``high_watermarks`` for many
-    partitions, plus the one-partition forms built on them. Needs ``AdminCluster``'s
-    ``_admin_call``, ``_ask``, ``_retrying`` and ``node_state``."""
+    """``partition_states``, ``partition_views``, ``replica_log_end_offsets`` and
+    ``high_watermarks`` for many partitions, plus the one-partition forms built on them.
+    Needs ``AdminCluster``'s ``_admin_call``, ``_ask``, ``_retrying``, ``_admin_nodes`` and
+    ``node_state``."""
 
     def _describe_topics(self, topics: list[str], node_id: int | None = None
                          ) -> dict[str, list[PartitionState]]:
@@ -84,6 +85,35 @@ class OffsetsMixin:
                     return state
             raise NotYet(f"partition {topic}-{partition} not in metadata")
         return self._retrying(f"metadata of {topic}-{partition}", fetch, timeout)
+
+    def partition_views(self, topic: str, partition: int, timeout: float = 30.0
+                        ) -> dict[int | None, PartitionState]:
+        """The partition in each reachable broker's metadata (one Metadata request to
+        each). A broker is asked twice, the second time through a fresh admin client (a
+        restarted broker breaks the cached connection); one that still does not answer is
+        left out, and at least one must answer."""
+        def ask(node: int) -> list[PartitionState]:
+            try:
+                return self._describe_topics([topic], node)[topic]
+            except ClusterError:  # a transient error already dropped the cached client
+                return self._describe_topics([topic], node)[topic]
+
+        def fetch() -> dict[int | None, PartitionState]:
+            self._describe_topics([topic])  # refreshes the nodes the admin client reaches
+            views: dict[int | None, PartitionState] = {}
+            for node in list(self._admin_nodes):
+                try:
+                    states = ask(node)
+                except ClusterError:
+                    continue  # moving, cut off or behind: the other brokers' views stand
+                for state in states:
+                    if state.partition == partition:
+                        views[node] = state
+            if not views:
+                raise NotYet(f"no broker shows {topic}-{partition} in its metadata")
+            return views
+        return self._retrying(f"every broker's metadata of {topic}-{partition}", fetch,
+                              timeout)
 
     def _list_offsets_many(self, asks: dict[int, dict[Part, int]], replica_id: int
                            ) -> dict[int, dict[Part, int | str]]:

@@ -7,7 +7,8 @@ heals), so the schedule is fixed by the seed while the node follows the cluster.
 in sequence: strike, wait the downtime, restore, wait until every partition is healthy
 again; only then the next one. When the victim led the partition the nemesis watched, the
 time until metadata names a new leader outside the victim is measured (test case C.2) and
-the new leader is checked against the ISR seen just before the fault.
+the new leader is checked against the ISR every broker showed just before the fault
+(``isrviews``).
 
 How a failure strikes and restores, and the event kinds it writes, come from its
 ``registry.FAILURES`` entry (``shared/HISTORY.md`` events table); the nemesis adds two
@@ -33,6 +34,7 @@ from ..errors import ClusterError, InputError
 from ..waits import wait_for
 from .elections import Elections, now_ns
 from .failure import Failure
+from .isrviews import isr_before
 from .isrwatch import watch_fault
 from .plan import FaultPlan, FaultRecord, FaultSpec
 from .registry import COMPONENT_TARGETS, FAILURES, TARGETS, WORKLOAD_TARGETS
@@ -137,7 +139,7 @@ class Nemesis(Elections):
         try:
             state = self._wait_for_leader(topic, partition, set())
             rec.leader_before = state.leader
-            rec.isr_before = sorted(state.isr)
+            rec.isr_before, _ = isr_before(self.cluster, topic, partition)
             rec.controller_before = (self.cluster.active_controller()
                                      if getattr(self.cluster, "finds_controller", True) else None)
             rec.node = self._choose_victim(spec, state)
@@ -256,10 +258,11 @@ class Nemesis(Elections):
 
     def _strike(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]
+        disagreed = None
         if rec.topic is not None:  # a follower back in the ISR since the first read counts
             with contextlib.suppress(Exception):  # the first read stands
-                again = self.cluster.partition_state(rec.topic, rec.partition)
-                rec.isr_before = sorted(set(rec.isr_before) | set(again.isr))
+                again, disagreed = isr_before(self.cluster, rec.topic, rec.partition, 0)
+                rec.isr_before = sorted(set(rec.isr_before) | set(again))
         rec.strike_ns, measured = now_ns(), None
         self.progress(f"fault #{spec.index}: {failure.event} node {rec.node} ({spec.target})")
         try:  # the event follows the strike (at its time) to carry what it measured
@@ -272,6 +275,7 @@ class Nemesis(Elections):
                                       f"{spec.target} (node {rec.node}); {rec.topic}-"
                                       f"{rec.partition} leader {rec.leader_before} isr "
                                       f"{rec.isr_before}"
+                                      + (f"; {disagreed}" if disagreed else "")
                                       + (f"; measured: {measured}" if measured else "")))
         with contextlib.suppress(Exception):  # informative only
             rec.state_after_strike = self.cluster.node_state(rec.node).value

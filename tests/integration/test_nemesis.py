@@ -15,6 +15,7 @@ import pytest
 from pytest_kreplica.cluster import ClusterSpec, NodeState, TopicSpec, create_cluster
 from pytest_kreplica.faults import ELECTION_BOUND_S, FaultPlan, Nemesis, scenario_checks
 from pytest_kreplica.history import RunWriter
+from pytest_kreplica.waits import wait_for
 
 STRIKE_KIND = {"clean": "terminate", "hard": "kill", "soft": "pause"}
 RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume"}
@@ -69,6 +70,9 @@ class Watcher:
 def _run(cluster, run_dir, topic, failure, target, failures=1, seed=11):
     cluster.create_topics([TopicSpec(topic, partitions=1, replication_factor=3,
                                      config={"min.insync.replicas": "2"})], timeout=60)
+    # as a case does (the pool's gate): a node the previous test restarted may still be
+    # rejoining the new topic's ISR, and its election then races the "ISR before" read
+    cluster.wait_healthy([topic], timeout=60)
     plan = FaultPlan(seed=seed, failure=failure, target=target, failures=failures,
                      downtime_s=DOWNTIME[failure], delay_s=(0.2, 0.5))
     pids_before = {n.node_id: n.pid for n in cluster.nodes}
@@ -104,9 +108,16 @@ def test_fault_stops_the_role_and_brings_it_back(cluster, tmp_path, failure, tar
         assert cluster.node(victim).pid != pids_before[victim]
     assert all(cluster.node_state(n.node_id) is NodeState.RUNNING for n in cluster.nodes)
     # the nemesis waited until every broker's metadata showed every ISR full (a CI run once
-    # read isr [3, 1] here, when that wait ended at the first broker that showed it)
-    state = cluster.partition_state(topic, 0)
-    assert state.isr_full, f"isr {list(state.isr)} of replicas {list(state.replicas)}"
+    # read isr [3, 1] here, when that wait ended at the first broker that showed it); a
+    # restarted broker may not listen yet, so wait until each answers with its own view
+    every, views = {n.node_id for n in cluster.nodes}, {}
+
+    def each_broker_answers() -> str | None:
+        views.clear()
+        views.update(cluster.partition_views(topic, 0))
+        return None if set(views) == every else f"views of nodes {sorted(views)}"
+    wait_for(each_broker_answers, 30, f"a metadata view of {topic}-0 from each node")
+    assert all(v.isr_full for v in views.values()), views
 
     # events: strike, restore, recovered, with node and role
     mine = [e for e in events if e["node"] == str(victim) and e["kind"] != "elect"]

@@ -112,6 +112,9 @@ class _QuorumStays:
     def partition_state(self, topic, partition):
         return _state(partition, 1, (1, 2, 3))
 
+    def partition_views(self, topic, partition, timeout=30.0):
+        return {None: self.partition_state(topic, partition)}
+
     def active_controller(self, timeout=30.0):
         return 2
 
@@ -182,6 +185,9 @@ class _OneNode:
         if self.paused:
             raise ClusterError("waited 30 s for metadata: no running node accepts connections")
         return _state(partition, 1, (1,))
+
+    def partition_views(self, topic, partition, timeout=30.0):
+        return {None: self.partition_state(topic, partition)}
 
     def pause(self, node):
         self.paused = True

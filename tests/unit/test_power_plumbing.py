@@ -134,6 +134,9 @@ class _EveryNodeDown:
 
         return PartitionState(topic, partition, 1, 5, (1, 2, 3), (1, 2, 3))
 
+    def partition_views(self, topic, partition, timeout=30.0):
+        return {None: self.partition_state(topic, partition)}
+
     def active_controller(self, timeout=30.0):
         return 1
 
