@@ -26,11 +26,12 @@ import pytest
 from ..cluster import Cluster, ClusterSpec, create_cluster, reap_orphans
 from ..cluster.external import ExternalCluster
 from ..cluster.pool import ClusterPool, cluster_spec, spec_key
-from ..errors import MatrixError
+from ..errors import InputError, MatrixError
 from ..logmodel import pytest_plugin as log_model
 from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
+from ..validation import jit
 from . import external, failures, hookspecs
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
@@ -56,6 +57,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_OPTIONS] = resolve(config)
+    jit.prefer("quick")  # a worker's Spark JVM checks a few small histories and exits
+    try:
+        jit.mode()  # a bad KREPLICA_SPARK_JIT is one line now, not an error in every case
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", external.MARKER)
     cluster_file = external.load_cluster(config)
     config.stash[_EXTERNAL] = cluster_file

@@ -9,10 +9,11 @@ session: it uses no SparkContext, RDD or Python broadcast, only DataFrames, ``ma
 plugin import time.
 
 Start-up is most of a small check's time, so the driver JVM is tuned as shared/SPARK-NOTES.md
-measured: UI off, ParallelGC, a quiet log4j2 file (errors only), and an application class-data
-archive (AppCDS). The archive is made once, by the first session that finds none: that JVM runs
-with ``-XX:ArchiveClassesAtExit`` and is asked to exit by itself in ``stop_spark()``; later
-sessions map it with ``-XX:SharedArchiveFile``. It lives under ``$KREPLICA_CACHE/spark`` (default
+measured: UI off, ParallelGC, a quiet log4j2 file (errors only), C1-only JIT for the plugin's
+sessions (``jit.py``), and an application class-data archive (AppCDS). The archive is made
+once, by the first session that finds none: that JVM runs with ``-XX:ArchiveClassesAtExit``
+and is asked to exit by itself in ``stop_spark()``; later sessions map it with
+``-XX:SharedArchiveFile``. It lives under ``$KREPLICA_CACHE/spark`` (default
 ``~/.cache/kreplica/spark``), keyed by Java, Spark and option versions.
 Env ``KREPLICA_SPARK_CDS=0`` turns the archive off; ``KREPLICA_SPARK_DRIVER_MEMORY`` (default 2g)
 sizes the local driver.
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING
 from .. import once
 from ..cache import cache_dir
 from ..errors import CheckError, InputError, KreplicaError
-from . import reuse
+from . import jit, reuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -299,7 +300,8 @@ def _classic(url: str, extra_conf: dict[str, str]) -> SparkSession:
         # PySpark's call-site capture costs four py4j round trips per DataFrame function; a
         # small check builds its plan from ~570 of them (measured: 2.0 s -> 1.5 s a check)
         .set("spark.python.sql.dataFrameDebugging.enabled", "false")
-        .set("spark.driver.extraJavaOptions", _driver_java_options(local))
+        .set("spark.driver.extraJavaOptions",
+             f"{_driver_java_options(local)} {jit.java_option() if local else ''}".strip())
     )
     if local:
         conf.set("spark.driver.memory", driver_memory())

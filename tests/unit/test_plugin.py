@@ -137,6 +137,15 @@ def test_bad_option_values_are_one_line(project):
     assert "allowed: default | a version x.y.z" in result.stderr.str()
 
 
+def test_bad_jit_mode_is_one_line(project, monkeypatch):
+    monkeypatch.setenv("KREPLICA_SPARK_JIT", "fast")
+    result = project.runpytest("-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "env KREPLICA_SPARK_JIT: 'fast' is not a JIT mode (allowed: quick, full)" in \
+        result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
+
+
 def test_option_precedence_cli_ini_env_default(project, monkeypatch):
     project.makepyfile(test_opts="""
         def test_show(kreplica_options):

@@ -1,0 +1,48 @@
+"""How hard the local Spark driver's JIT compiles: ``quick`` (C1 only) or ``full`` (C1 then C2).
+
+A pytest worker's Spark JVM checks a handful of small histories and then exits, so it never
+gets warm: measured with per-thread CPU of the driver JVM, the JIT compiler threads took
+1.07 s of the 2.0 s of CPU a warm check of a small history used, against 0.13 s for the
+executor's tasks. C1 alone compiles far less. In the smoke matrix (``-n 2``, two rounds
+alternating) it brought the checker phase from 3.99 / 4.05 s to 2.56 / 2.41 s and the
+per-case overhead from 4.99 / 5.16 s to 3.14 / 3.25 s; a one-off check of 1M + 1M took
+the same time either way (31.0 / 25.3 s against 29.8 / 28.0 s). At 10M + 10M C2's code
+matters: 177 s with C1 alone against 87 s. So the plugin, whose histories are one case's,
+asks for ``quick``; ``kreplica check`` and ``verify-logs`` (histories of any size) keep
+``full``. Env ``KREPLICA_SPARK_JIT`` overrides both. Only a local driver JVM is affected:
+a Connect server or a cluster is long-lived and keeps its own settings.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import InputError
+
+ENV_JIT = "KREPLICA_SPARK_JIT"
+OPTIONS = {"quick": "-XX:TieredStopAtLevel=1", "full": ""}
+_preferred = "full"
+
+
+def prefer(mode: str) -> str:
+    """Set this process's default (the plugin asks for ``quick``; the env still wins) and
+    return the one it replaces."""
+    global _preferred
+    if mode not in OPTIONS:
+        raise ValueError(f"JIT mode {mode!r}; allowed: {', '.join(OPTIONS)}")
+    before, _preferred = _preferred, mode
+    return before
+
+
+def mode() -> str:
+    """Env ``KREPLICA_SPARK_JIT`` > this process's preference; a bad env value is one line."""
+    chosen = os.environ.get(ENV_JIT) or _preferred
+    if chosen not in OPTIONS:
+        raise InputError(f"env {ENV_JIT}: {chosen!r} is not a JIT mode (allowed: "
+                         f"{', '.join(OPTIONS)})")
+    return chosen
+
+
+def java_option() -> str:
+    """The driver JVM's option for the chosen mode ('' for ``full``)."""
+    return OPTIONS[mode()]

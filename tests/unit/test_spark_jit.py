@@ -1,0 +1,42 @@
+"""The local driver's JIT mode (``validation/jit.py``): the plugin's preference, the env
+override, and a bad env value as one line."""
+
+import pytest
+
+from pytest_kreplica.errors import InputError
+from pytest_kreplica.validation import jit
+
+
+@pytest.fixture
+def preferred():
+    """Restores this process's preference (the plugin set ``quick`` at configure)."""
+    before = jit.prefer("full")
+    yield jit.prefer
+    jit.prefer(before)
+
+
+def test_the_cli_default_is_full_and_the_plugin_asks_for_quick(preferred, monkeypatch):
+    monkeypatch.delenv(jit.ENV_JIT, raising=False)
+    preferred("full")  # a process that never asked: the kreplica CLI
+    assert (jit.mode(), jit.java_option()) == ("full", "")
+    preferred("quick")
+    assert (jit.mode(), jit.java_option()) == ("quick", "-XX:TieredStopAtLevel=1")
+
+
+def test_the_env_wins_over_the_preference(preferred, monkeypatch):
+    preferred("quick")
+    monkeypatch.setenv(jit.ENV_JIT, "full")
+    assert jit.java_option() == ""
+
+
+def test_a_bad_env_value_is_one_line_naming_the_allowed_modes(monkeypatch):
+    monkeypatch.setenv(jit.ENV_JIT, "fast")
+    with pytest.raises(InputError) as err:
+        jit.mode()
+    assert str(err.value) == ("env KREPLICA_SPARK_JIT: 'fast' is not a JIT mode "
+                              "(allowed: quick, full)")
+
+
+def test_an_unknown_preference_is_a_programming_error():
+    with pytest.raises(ValueError, match="allowed: quick, full"):
+        jit.prefer("fast")
