@@ -7,10 +7,10 @@ from pytest_kreplica.validation import jit
 
 
 def test_the_driver_jvm_runs_with_the_chosen_jit_mode(spark_session):
-    context = getattr(spark_session, "sparkContext", None)
-    try:
-        jvm = context._jvm if context is not None else None
-    except Exception:  # a Spark Connect session has no JVM in this process
+    try:  # a Spark Connect session has no SparkContext and no JVM in this process
+        context = spark_session.sparkContext
+        jvm = context._jvm
+    except Exception:
         jvm = None
     if jvm is None or not context.master.startswith("local"):
         pytest.skip("the JIT mode applies to a local driver JVM only")
