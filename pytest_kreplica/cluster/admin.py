@@ -340,6 +340,10 @@ class AdminCluster(OffsetsMixin, Cluster):
         Every running node must be among them: a restarted broker listens only once its new
         incarnation is registered, and until then the ISR may still hold its old one (a
         killed follower's ISR read full, then shrank once it came back)."""
+        # checked first: while a restarted node is silent, the brokers' views are not asked
+        unheard = sorted({n.node_id for n in self._live_nodes()} - set(self._admin_nodes))
+        if unheard:
+            raise NotYet(f"nodes {unheard} run but do not accept connections yet")
         seen: dict[tuple[str, int], tuple[int | None, int]] = {}
         for node in list(self._admin_nodes) or [None]:
             where = f" (node {node}'s metadata)" if node is not None else ""
@@ -357,9 +361,6 @@ class AdminCluster(OffsetsMixin, Cluster):
                         raise NotYet(f"{part}: leader {state.leader} epoch "
                                      f"{state.leader_epoch}{where}, another broker shows "
                                      f"leader {view[0]} epoch {view[1]}")
-        unheard = sorted({n.node_id for n in self._live_nodes()} - set(self._admin_nodes))
-        if unheard:
-            raise NotYet(f"nodes {unheard} run but do not accept connections yet")
 
     def wait_registered(self, node_id: int, timeout: float) -> None:
         """Wait until ``node_id`` is an unfenced broker again (after a start or resume)."""

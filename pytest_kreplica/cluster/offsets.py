@@ -99,7 +99,8 @@ class OffsetsMixin:
                 return self._describe_topics([topic], node)[topic]
 
         def fetch() -> dict[int | None, PartitionState]:
-            self._describe_topics([topic])  # refreshes the nodes the admin client reaches
+            with self._admin_call("the nodes the admin client reaches"):
+                pass  # builds or reuses the client, refreshing ``_admin_nodes``: no request
             views: dict[int | None, PartitionState] = {}
             for node in list(self._admin_nodes):
                 try:
