@@ -31,7 +31,7 @@ from ..logmodel import pytest_plugin as log_model
 from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
-from ..validation import jit
+from ..validation import jit, warmup
 from . import external, failures, hookspecs
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
@@ -270,6 +270,8 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True)
         started = time.monotonic()
+        # Spark starts and warms up while the case starts its cluster and runs its workload
+        warmup.start(kreplica_options.spark_master)
         row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
         try:
             hooks = CaseHooks()
