@@ -64,17 +64,17 @@ def _union_columns() -> tuple[list[Column | str], list[Column | str], list[Colum
     s = [
         (F.col(ROW) * 2 + SEND).alias("seq"),
         F.lit(SEND).alias("src"), (~F.col("_bad")).alias("good"),
-        "process", "topic", "partition", "offset", "id", "cluster", "status",
+        *map(F.col, ("process", "topic", "partition", "offset", "id", "cluster", "status")),
         F.col("invoke_ns").alias("o1"), F.col("complete_ns").alias("o2"),
         F.lit(None).cast(LongType()).alias("t"), F.lit(None).cast(LongType()).alias("poll"),
     ]
     p = [
         (F.col(ROW) * 2 + POLL).alias("seq"),
         F.lit(POLL).alias("src"), (~F.col("_bad")).alias("good"),
-        "process", "topic", "partition", "offset", "id", "cluster",
+        *map(F.col, ("process", "topic", "partition", "offset", "id", "cluster")),
         F.lit(None).cast("string").alias("status"),
         F.col("poll").alias("o1"), F.coalesce("index", ROW).alias("o2"),
-        F.col("time_ns").alias("t"), "poll",
+        F.col("time_ns").alias("t"), F.col("poll"),
     ]
     is_ok = (F.col("src") == SEND) & (F.col("status") == "ok")
     return s, p, [
@@ -100,8 +100,7 @@ def build(
     No step asks for a frame's schema: a Connect session answers each such question with a
     round trip to the server (7 of them were 0.29 s of a 1.4 s small check)."""
     u = _union(sends, polls)
-    positions = u.where(_positioned()).select("seq", "id", "cluster", "topic", "partition",
-                                              "offset", "process", "poll")
+    positions = u.where(_positioned()).select(*_position_columns())
     u = _as_longs(u)
     window_1, found_1, scratch_1 = _window_1()
     u = u.select("*", *window_1).withColumns(found_1).drop(*scratch_1)
@@ -110,6 +109,14 @@ def build(
     u = u.select("*", *_pair_flags(exempt(exempting, assignments)))
     per_id = _per_id(u, mirrored)
     return Frames(per_id=per_id, positions=positions)
+
+
+@per_session
+def _position_columns() -> list[Column]:
+    """What ``Frames.positions`` keeps of a row (Columns, not names: a name costs a round
+    trip to the driver JVM each time it is selected)."""
+    return [F.col(n) for n in ("seq", "id", "cluster", "topic", "partition", "offset",
+                               "process", "poll")]
 
 
 @per_session
