@@ -341,6 +341,7 @@ class AdminCluster(OffsetsMixin, Cluster):
         incarnation is registered, and until then the ISR may still hold its old one (a
         killed follower's ISR read full, then shrank once it came back)."""
         # checked first: while a restarted node is silent, the brokers' views are not asked
+        # (``_admin_nodes`` is fresh: the caller's ``_registration`` built the client)
         unheard = sorted({n.node_id for n in self._live_nodes()} - set(self._admin_nodes))
         if unheard:
             raise NotYet(f"nodes {unheard} run but do not accept connections yet")

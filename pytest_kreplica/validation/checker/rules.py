@@ -59,7 +59,7 @@ def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
 
 
 @per_session
-def _union_columns() -> tuple[list[Column | str], list[Column | str], list[Column]]:
+def _union_columns() -> tuple[list[Column], list[Column], list[Column]]:
     """What ``_union`` selects from the sends, from the polls, and adds to their union."""
     s = [
         (F.col(ROW) * 2 + SEND).alias("seq"),

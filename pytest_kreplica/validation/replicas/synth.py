@@ -1,5 +1,6 @@
 """Build valid record batch v2 bytes and segment files with kafka-python's batch builder,
-for unit tests and benchmarks (the integration tests use segments a real cluster wrote)."""
+for unit tests, benchmarks and the plugin's Spark warm-up (``validation/warmup.py``); the
+integration tests use segments a real cluster wrote."""
 
 from __future__ import annotations
 
