@@ -1,12 +1,13 @@
 """Benchmark: where a warm check of a small history spends the local driver JVM's CPU, per
-JIT mode (``KREPLICA_SPARK_JIT``), with adaptive execution on and off.
+JIT mode (``KREPLICA_SPARK_JIT``), with the small-history settings as shipped and with
+adaptive execution or generated code put back.
 
     python benchmarks/bench_small_check.py [--history lost] [--checks 10] [--rounds 2]
 
 For each JIT mode, a fresh process starts the local Spark session, checks the fixture history
-``--warmup`` times, then ``--checks`` times while the two adaptive-execution settings
-alternate. It prints per setting the median wall time and the median CPU seconds of the
-driver JVM and of Python per check, and the JVM's CPU per check (both settings together)
+``--warmup`` times, then ``--checks`` times while the settings alternate. It prints per
+setting the median wall time and the median CPU seconds of the driver JVM and of Python per
+check, and the JVM's CPU per check (all settings together)
 by thread kind (JIT compilers, the driver's planning threads, executor tasks, GC), read
 from ``/proc/<pid>/task``. On a shared two-core machine CPU seconds are the figure to compare:
 wall time is what is left of a core after everyone else. ``--rounds`` repeats the modes
@@ -28,7 +29,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HISTORIES = ROOT / "fixtures" / "histories"
-SETTINGS = {"aqe on": "true", "aqe off": "false"}
+# changes to spark.SMALL_INPUT_CONF, the checker's settings for a small history
+SETTINGS = {
+    "as shipped": {},
+    "adaptive on": {"spark.sql.adaptive.enabled": "true"},
+    "codegen on": {"spark.sql.codegen.wholeStage": "true",
+                   "spark.sql.codegen.factoryMode": "FALLBACK"},
+}
 
 
 def _threads(pid: int) -> collections.Counter:
@@ -54,6 +61,7 @@ def child(history: Path, warmup: int, checks: int) -> None:
     from pytest_kreplica.validation.spark import SMALL_INPUT_CONF, get_spark
 
     get_spark()
+    shipped = dict(SMALL_INPUT_CONF)
     jvm = next(c for c in psutil.Process().children(recursive=True) if "java" in c.name())
     for _ in range(warmup):
         check(history)
@@ -61,9 +69,9 @@ def child(history: Path, warmup: int, checks: int) -> None:
     rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in SETTINGS}
     before = _threads(jvm.pid)
     for _ in range(checks):
-        for name, value in SETTINGS.items():
-            # the checker's own setting for a small history, switched per check
-            SMALL_INPUT_CONF["spark.sql.adaptive.enabled"] = value
+        for name, change in SETTINGS.items():
+            SMALL_INPUT_CONF.clear()
+            SMALL_INPUT_CONF.update({**shipped, **change})
             j0, p0, t0 = sum(jvm.cpu_times()[:2]), sum(me.cpu_times()[:2]), time.perf_counter()
             check(history)
             rows[name].append((time.perf_counter() - t0, sum(jvm.cpu_times()[:2]) - j0,

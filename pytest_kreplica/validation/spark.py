@@ -119,20 +119,17 @@ def job_tag(spark: SparkSession, tag: str, description: str):
 
 SMALL_INPUT_BYTES = 4 << 20  # a history this small is checked in one shuffle partition
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
-SMALL_INPUT_CONF = {SHUFFLE_PARTITIONS: "1", "spark.sql.adaptive.enabled": "false"}
+SMALL_INPUT_CONF = {SHUFFLE_PARTITIONS: "1", "spark.sql.adaptive.enabled": "false",
+                    "spark.sql.codegen.wholeStage": "false",
+                    "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @contextlib.contextmanager
 def sized_shuffle(spark: SparkSession, input_bytes: int):
-    """Run the block's queries in one shuffle partition when their input is small.
-
-    A smoke case's history (1000 messages, about 0.3 MB) is checked in about a second, and
-    each of the 16 partitions a large history needs adds map outputs and tasks to every
-    stage of it: one partition took a warm check from 1.11 s to 0.89 s (medians of 5,
-    alternating in one session). With one partition adaptive execution has nothing to
-    merge and only plans each stage again: off, the driver JVM's CPU per warm check fell
-    1.24 -> 1.06 s and 1.16 -> 0.99 s (``lost`` / ``clean`` fixtures, medians of 11,
-    alternating). The session's own values are put back afterwards."""
+    """Run the block's queries in one shuffle partition, without adaptive execution and
+    without generated code, when their input is small (a smoke case's history is about
+    0.3 MB): each costs a small check CPU and gains it nothing (docs/checker.md, "A small
+    history", has the figures). The session's own values are put back afterwards."""
     with conf_set(spark, SMALL_INPUT_CONF if input_bytes < SMALL_INPUT_BYTES else {}):
         yield
 

@@ -1,0 +1,51 @@
+"""A small history is checked with its own Spark settings (one shuffle partition, no adaptive
+execution, no generated code: ``spark.sized_shuffle``), a large one with the session's. Every
+other checker test uses small histories, so this one checks the same histories both ways and
+wants the same verdict, and the session's settings back afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import pytest_kreplica.validation.spark as engine
+from pytest_kreplica.validation.checker import check
+from tests.checker.test_txn_planted import Txn, copied_twice, write_cycle
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "histories"
+
+
+def _both_ways(run_dir, monkeypatch):
+    small = check(run_dir).to_dict()
+    with monkeypatch.context() as m:
+        m.setattr(engine, "SMALL_INPUT_BYTES", 0)  # as if the history were large
+        large = check(run_dir).to_dict()
+    return small, large
+
+
+@pytest.mark.parametrize("name", ["clean", "lost", "mirrored", "mirrored-hard"])
+def test_a_fixture_gets_the_same_verdict_either_way(name, monkeypatch, spark_session):
+    small, large = _both_ways(FIXTURES / name, monkeypatch)
+    assert small == large
+    assert small["counts"], small  # a verdict that counted something
+
+
+@pytest.mark.parametrize("case", [write_cycle, copied_twice], ids=lambda c: c.__name__)
+def test_a_transactional_history_gets_the_same_verdict_either_way(case, history, monkeypatch,
+                                                                  spark_session):
+    h = history()
+    expected, _ = case(Txn(h))
+    small, large = _both_ways(h.close(), monkeypatch)
+    assert small == large
+    assert {k: v for k, v in small["counts"].items() if k in expected} == expected
+
+
+def test_the_session_gets_its_own_settings_back(spark_session):
+    keys = list(engine.SMALL_INPUT_CONF)
+    before = {k: spark_session.conf.get(k, None) for k in keys}
+    with engine.sized_shuffle(spark_session, 1000):
+        inside = {k: spark_session.conf.get(k) for k in keys}
+        assert spark_session.range(5).selectExpr("sum(id * 2)").first()[0] == 20
+    assert inside == engine.SMALL_INPUT_CONF
+    assert {k: spark_session.conf.get(k, None) for k in keys} == before
