@@ -28,7 +28,7 @@ def _both_ways(run_dir, monkeypatch):
 def test_a_fixture_gets_the_same_verdict_either_way(name, monkeypatch, spark_session):
     small, large = _both_ways(FIXTURES / name, monkeypatch)
     assert small == large
-    assert small["counts"], small  # a verdict that counted something
+    assert small["counts"]["acked"] > 0 and small["counts"]["polled"] > 0, small
 
 
 @pytest.mark.parametrize("case", [write_cycle, copied_twice], ids=lambda c: c.__name__)
