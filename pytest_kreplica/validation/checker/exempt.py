@@ -20,8 +20,6 @@ def exempt(exempting: dict[int, list[int]],
     rebalance in (previous poll, this poll]."""
     if assignments:
         return _moved_partition(assignments)
-    if not exempting:
-        return None
     # one SQL expression, parsed by the driver in one round trip: built from Columns, its
     # literals and functions were about 90 round trips of a smoke case's check
     times = ", ".join(f"{int(process)}L, array({', '.join(f'{int(t)}L' for t in ts)})"
