@@ -270,8 +270,9 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True)
         started = time.monotonic()
+        replica_check = kreplica_options.replica_check and replica_logs(request.cls)
         # Spark starts and warms up while the case starts its cluster and runs its workload
-        warmup.start(kreplica_options.spark_master)
+        warmup.start(kreplica_options.spark_master, verify=replica_check)
         row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
         try:
             hooks = CaseHooks()
@@ -280,7 +281,7 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
             scenario = importlib.import_module(SCENARIOS[case.scenario])
             result = scenario.run(case, kreplica_pool, run_dir, RunOptions(
                 spark_master=kreplica_options.spark_master,
-                replica_check=kreplica_options.replica_check and replica_logs(request.cls),
+                replica_check=replica_check,
                 hooks=hooks))
             row = result.summary()
             # per-phase timings as their own properties: they land in the JUnit XML

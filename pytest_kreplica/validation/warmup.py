@@ -5,11 +5,11 @@ cluster's cold start and the workload: 9-10 s of that case's replica phase with 
 (smoke matrix, run.json phases). And the first replica check that ran two tasks started a
 second Python worker for them: about 0.9 s more for that case's replica phase (1.07 s against
 0.20 s for the next one, one session). Both are needed anyway, so the thread here starts the
-session and verifies a tiny two-partition snapshot (two tasks) as the worker's first case
-begins, while that case starts its cluster and runs its workload. Nothing waits for it: the
-case's first validation takes the session when it is up (``spark.get_spark`` holds its lock
-while it starts), and a warm-up that fails is only logged; the case's own validation then
-tries again and reports the cause.
+session and, when the run checks replicas, verifies a tiny two-partition snapshot (two
+tasks) as the worker's first case begins, while that case starts its cluster and runs its
+workload. Nothing waits for it: the case's first validation takes the session when it is up
+(``spark.get_spark`` holds its lock while it starts), and a warm-up that fails is only
+logged; the case's own validation then tries again and reports the cause.
 """
 
 from __future__ import annotations
@@ -31,24 +31,27 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
-def start(spark_master: str | None = None) -> threading.Thread:
-    """Start the warm-up in a daemon thread, once per process (later calls return it)."""
+def start(spark_master: str | None = None, verify: bool = True) -> threading.Thread:
+    """Start the warm-up in a daemon thread, once per process (later calls return it).
+    ``verify``: also verify the tiny snapshot. Without replica checks, the only Spark work of
+    a case that runs Python workers, the session alone is warmed."""
     global _thread
     with _lock:
         if _thread is None:
-            _thread = threading.Thread(target=_start, args=(spark_master,), daemon=True,
+            _thread = threading.Thread(target=_start, args=(spark_master, verify), daemon=True,
                                        name="kreplica-spark-warmup")
             _thread.start()
         return _thread
 
 
-def _start(spark_master: str | None) -> None:
+def _start(spark_master: str | None, verify: bool) -> None:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="kreplica-spark-warmup-"))
     try:
         start_spark(spark_master)
-        write_tiny_snapshot(work)
-        verify_logs(work, spark_master=spark_master)
+        if verify:
+            write_tiny_snapshot(work)
+            verify_logs(work, spark_master=spark_master)
     except Exception as exc:  # the cases' own validation reports what is wrong
         log.warning("warming Spark up in the background failed after %.1f s: %s",
                     time.monotonic() - started, exc)
