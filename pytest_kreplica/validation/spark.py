@@ -124,13 +124,18 @@ SMALL_INPUT_CONF = {SHUFFLE_PARTITIONS: "1", "spark.sql.adaptive.enabled": "fals
                     "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
+def small_input(input_bytes: int) -> bool:
+    """Whether a history of ``input_bytes`` is checked as a small one (SMALL_INPUT_BYTES)."""
+    return input_bytes < SMALL_INPUT_BYTES
+
+
 @contextlib.contextmanager
 def sized_shuffle(spark: SparkSession, input_bytes: int):
     """Run the block's queries in one shuffle partition, without adaptive execution and
     without generated code, when their input is small (a smoke case's history is about
     0.3 MB): each costs a small check CPU and gains it nothing (docs/checker.md, "A small
     history", has the figures). The session's own values are put back afterwards."""
-    with conf_set(spark, SMALL_INPUT_CONF if input_bytes < SMALL_INPUT_BYTES else {}):
+    with conf_set(spark, SMALL_INPUT_CONF if small_input(input_bytes) else {}):
         yield
 
 

@@ -1,5 +1,6 @@
 """A small history is checked with its own Spark settings (one shuffle partition, no adaptive
-execution, no generated code: ``spark.sized_shuffle``), a large one with the session's. Every
+execution, no generated code: ``spark.sized_shuffle``) and its plan in one task, without an
+exchange (``rules.build(one_task=True)``); a large one with the session's settings. Every
 other checker test uses small histories, so this one checks the same histories both ways and
 wants the same verdict, and the session's settings back afterwards."""
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import pytest_kreplica.validation.spark as engine
-from pytest_kreplica.validation.checker import check
+from pytest_kreplica.validation.checker import check, rules, tables
 from tests.checker.test_txn_planted import Txn, copied_twice, write_cycle
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "histories"
@@ -49,3 +50,17 @@ def test_the_session_gets_its_own_settings_back(spark_session):
         assert spark_session.range(5).selectExpr("sum(id * 2)").first()[0] == 20
     assert inside == engine.SMALL_INPUT_CONF
     assert {k: spark_session.conf.get(k, None) for k in keys} == before
+
+
+@pytest.mark.parametrize("one_task", [True, False])
+def test_a_small_plan_has_no_exchange_and_a_large_one_has(one_task, spark_session, capsys):
+    run_dir = FIXTURES / "lost"
+    sends, polls = (rules.numbered(tables.read_spark(spark_session, tables.find_table(
+        run_dir, name))) for name in ("sends", "polls"))
+    frames = rules.build(sends, polls, {}, one_task=one_task)
+    capsys.readouterr()
+    frames.per_id.explain()
+    plan = capsys.readouterr().out
+    assert ("Exchange" in plan) is not one_task, plan
+    assert ("Coalesce 1" in plan) is one_task, plan
+    assert frames.per_id.where("lost").count() == 2  # the fixture's two lost ids, either way

@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, TXNS, read_run_json
 from ...rundir import REPLICAS_JSON
-from ..spark import sized_shuffle, spark_log, start_spark
+from ..spark import sized_shuffle, small_input, spark_log, start_spark
 from .tables import (
     Table,
     check_run_dir,
@@ -105,7 +105,8 @@ def check(
             txn_examples.update(cycle_examples)
             sends_df, polls_df = txn.v1_view(sends_df, polls_df, out)
             extra["history_version"] = txn.HISTORY_VERSION
-        frames = rules.build(sends_df, polls_df, exempting, mirrored, assignments)
+        frames = rules.build(sends_df, polls_df, exempting, mirrored, assignments,
+                             one_task=small_input(size))
         found = findings.find(frames)  # counts and examples in one pass
         raw = found.counts
         _judge_bad_rows(raw, sends_table, polls_table, extra)

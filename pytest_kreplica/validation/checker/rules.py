@@ -91,15 +91,19 @@ def build(
     exempting: dict[int, list[int]],
     mirrored: bool = False,
     assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]] | None = None,
+    one_task: bool = False,
 ) -> Frames:
     """``sends`` and ``polls`` numbered (``numbered``). ``assignments`` (history version 2,
     ``tables.read_assignments``): when given, an assign / rebalance exempts a pair only for
     a partition the process did not hold after it (its owner changed); an event without an
-    assignment exempts every partition.
+    assignment exempts every partition. ``one_task``: run the whole plan in one task, without
+    an exchange (a small history: the checker's ``SMALL_INPUT_BYTES``).
 
     No step asks for a frame's schema: a Connect session answers each such question with a
     round trip to the server (7 of them were 0.29 s of a 1.4 s small check)."""
     u = _union(sends, polls)
+    if one_task:  # one partition: the windows and aggregations need no exchange
+        u = u.coalesce(1)
     positions = u.where(_positioned()).select(*_position_columns())
     u = _as_longs(u)
     window_1, found_1, scratch_1 = _window_1()
@@ -107,7 +111,7 @@ def build(
     window_2, candidates = _window_2()
     u = u.select("*", *window_2).withColumns(candidates)
     u = u.select("*", *_pair_flags(exempt(exempting, assignments)))
-    per_id = _per_id(u, mirrored)
+    per_id = _per_id(u, mirrored, one_task)
     return Frames(per_id=per_id, positions=positions)
 
 
@@ -261,12 +265,14 @@ def _long_columns() -> dict[str, Column]:
     }
 
 
-def _per_id(u: DataFrame, mirrored: bool) -> DataFrame:
+def _per_id(u: DataFrame, mirrored: bool, one_task: bool) -> DataFrame:
     aggregates, flags = _per_id_columns(mirrored)
     # shuffled by id before aggregating: a hash aggregation in the windows' own tasks cannot
     # be made to spill when a window buffer needs memory (10M + 10M failed with
-    # UNABLE_TO_ACQUIRE_MEMORY); after the exchange it runs alone in its tasks
-    per_id = u.repartition("id").groupBy("id", "id2").agg(*aggregates).select("*", *flags)
+    # UNABLE_TO_ACQUIRE_MEMORY); after the exchange it runs alone in its tasks. A small
+    # history in one task (``build``) needs no exchange: it fits in memory.
+    by_id = u.groupBy("id", "id2") if one_task else u.repartition("id").groupBy("id", "id2")
+    per_id = by_id.agg(*aggregates).select("*", *flags)
     if not mirrored:
         return per_id.select("*", *_lost_or_unseen())
     return _mirrored_loss(per_id)
