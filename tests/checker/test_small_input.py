@@ -55,8 +55,8 @@ def test_the_session_gets_its_own_settings_back(spark_session):
 @pytest.mark.parametrize("one_task", [True, False])
 def test_a_small_plan_has_no_exchange_and_a_large_one_has(one_task, spark_session, capsys):
     run_dir = FIXTURES / "lost"
-    sends, polls = (rules.numbered(tables.read_spark(spark_session, tables.find_table(
-        run_dir, name))) for name in ("sends", "polls"))
+    sends, polls = (tables.read_spark(spark_session, tables.find_table(run_dir, name),
+                                      row=rules.ROW) for name in ("sends", "polls"))
     frames = rules.build(sends, polls, {}, one_task=one_task)
     capsys.readouterr()
     frames.per_id.explain()

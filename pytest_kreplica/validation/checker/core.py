@@ -87,9 +87,9 @@ def check(
     with _spark_errors(path), sized_shuffle(spark, size):
         from . import findings, rules
 
-        # numbered as read: the examples are read back by these numbers (rules.numbered)
-        sends_df = rules.numbered(read_spark(spark, sends_table))
-        polls_df = rules.numbered(read_spark(spark, polls_table))
+        # numbered as read: the examples are read back by these numbers (rules.ROW)
+        sends_df = read_spark(spark, sends_table, row=rules.ROW)
+        polls_df = read_spark(spark, polls_table, row=rules.ROW)
         txn_counts: dict[str, int] = {}
         txn_examples: dict[str, list] = {}
         if v2:

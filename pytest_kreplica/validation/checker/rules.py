@@ -21,6 +21,7 @@ show the ids read back from the input). Everything is Spark SQL expressions: no 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
@@ -33,56 +34,58 @@ from .exempt import exempt
 
 SEND, POLL = 0, 1
 POLL_STREAM, SEND_STREAM = 1, 2  # window 2's streams: a process's polls, its acked sends
-ROW = "_row"  # a row's number in its table, in read order (``numbered``)
+# a row's number in its table, taken once, in the read itself (``tables.read_spark(row=ROW)``;
+# ``build`` and the transactional path expect numbered tables): a number taken after a join
+# or a shuffle may differ between the counting query and the later read of the rows an
+# example shows, so the transactional path numbers its inputs before its joins
+ROW = "_row"
 TP = ("cluster", "topic", "partition")
 
 
 @dataclass
 class Frames:
     per_id: DataFrame  # one row per id, with its anomaly flags and example carriers
-    # sends and polls before the windows, by row number (``seq``): where each id was seen
-    positions: DataFrame
+    union: DataFrame  # sends and polls before the windows (what ``positions`` keeps of)
 
-
-def numbered(table: DataFrame) -> DataFrame:
-    """The table with its row numbers (``ROW``), taken once, right after the read (``build``
-    and the transactional path expect numbered tables): a number taken after a join or a
-    shuffle may differ between the counting query and the later read of the rows an example
-    shows, so the transactional path numbers its inputs before its joins."""
-    return table.withColumn(ROW, F.monotonically_increasing_id())
+    @functools.cached_property
+    def positions(self) -> DataFrame:
+        """Sends and polls before the windows, by row number (``seq``): where each id was
+        seen. Built when an example or the look-up first needs it: each DataFrame step is
+        analysed when it is made, and a clean history never reads these rows."""
+        return self.union.where(_positioned()).select(*_position_columns())
 
 
 def _union(sends: DataFrame, polls: DataFrame) -> DataFrame:
-    send_columns, poll_columns, flags = _union_columns()
-    return sends.select(*send_columns).unionByName(polls.select(*poll_columns)).select(
-        "*", *flags)
+    send_columns, poll_columns = _union_columns()
+    return sends.select(*send_columns).unionByName(polls.select(*poll_columns))
 
 
 @per_session
-def _union_columns() -> tuple[list[Column], list[Column], list[Column]]:
-    """What ``_union`` selects from the sends, from the polls, and adds to their union."""
+def _union_columns() -> tuple[list[Column], list[Column]]:
+    """What ``_union`` selects from the sends and from the polls, with ``ok`` and ``known``
+    worked out per side (one analysed step fewer than adding them to the union)."""
+    good = ~F.col("_bad")
+    ok = good & (F.col("status") == "ok")
     s = [
         (F.col(ROW) * 2 + SEND).alias("seq"),
-        F.lit(SEND).alias("src"), (~F.col("_bad")).alias("good"),
+        F.lit(SEND).alias("src"), good.alias("good"),
         *map(F.col, ("process", "topic", "partition", "offset", "id", "cluster", "status")),
         F.col("invoke_ns").alias("o1"), F.col("complete_ns").alias("o2"),
         F.lit(None).cast(LongType()).alias("t"), F.lit(None).cast(LongType()).alias("poll"),
+        ok.alias("ok"),
+        # a position known to hold this id: acknowledged at that offset, or polled there
+        (ok & F.col("offset").isNotNull()).alias("known"),
     ]
     p = [
         (F.col(ROW) * 2 + POLL).alias("seq"),
-        F.lit(POLL).alias("src"), (~F.col("_bad")).alias("good"),
+        F.lit(POLL).alias("src"), good.alias("good"),
         *map(F.col, ("process", "topic", "partition", "offset", "id", "cluster")),
         F.lit(None).cast("string").alias("status"),
         F.col("poll").alias("o1"), F.coalesce("index", ROW).alias("o2"),
         F.col("time_ns").alias("t"), F.col("poll"),
+        F.lit(False).alias("ok"), (good & F.col("offset").isNotNull()).alias("known"),
     ]
-    is_ok = (F.col("src") == SEND) & (F.col("status") == "ok")
-    return s, p, [
-        (F.col("good") & is_ok).alias("ok"),
-        # a position known to hold this id: acknowledged at that offset, or polled there
-        (F.col("good") & F.col("offset").isNotNull()
-         & (is_ok | (F.col("src") == POLL))).alias("known"),
-    ]
+    return s, p
 
 
 def build(
@@ -93,7 +96,7 @@ def build(
     assignments: dict[int, list[tuple[int, tuple[str, ...] | None]]] | None = None,
     one_task: bool = False,
 ) -> Frames:
-    """``sends`` and ``polls`` numbered (``numbered``). ``assignments`` (history version 2,
+    """``sends`` and ``polls`` numbered (``ROW``). ``assignments`` (history version 2,
     ``tables.read_assignments``): when given, an assign / rebalance exempts a pair only for
     a partition the process did not hold after it (its owner changed); an event without an
     assignment exempts every partition. ``one_task``: run the whole plan in one task, without
@@ -104,7 +107,7 @@ def build(
     u = _union(sends, polls)
     if one_task:  # one partition: the windows and aggregations need no exchange
         u = u.coalesce(1)
-    positions = u.where(_positioned()).select(*_position_columns())
+    union = u
     u = _as_longs(u)
     window_1, found_1, scratch_1 = _window_1()
     u = u.select("*", *window_1).withColumns(found_1).drop(*scratch_1)
@@ -112,7 +115,7 @@ def build(
     u = u.select("*", *window_2).withColumns(candidates)
     u = u.select("*", *_pair_flags(exempt(exempting, assignments)))
     per_id = _per_id(u, mirrored, one_task)
-    return Frames(per_id=per_id, positions=positions)
+    return Frames(per_id=per_id, union=union)
 
 
 @per_session
@@ -273,9 +276,7 @@ def _per_id(u: DataFrame, mirrored: bool, one_task: bool) -> DataFrame:
     # history in one task (``build``) needs no exchange: it fits in memory.
     by_id = u.groupBy("id", "id2") if one_task else u.repartition("id").groupBy("id", "id2")
     per_id = by_id.agg(*aggregates).select("*", *flags)
-    if not mirrored:
-        return per_id.select("*", *_lost_or_unseen())
-    return _mirrored_loss(per_id)
+    return per_id if not mirrored else _mirrored_loss(per_id)
 
 
 @per_session
@@ -327,8 +328,10 @@ def _per_id_columns(mirrored: bool) -> tuple[list[Column], list[Column]]:
                                    F.lit(False))
     missing = (F.col("n_ok") > 0) & (F.col("n_poll_loss") == 0) & F.col("id").isNotNull()
     polled = F.col("n_poll") > 0
+    # lost or unseen, in the same step (a mirrored run works them out after a join)
+    loss = [] if mirrored else _lost_or_unseen(missing)
     return aggregates, [
-        missing.alias("missing"),
+        missing.alias("missing"), *loss,
         dup.alias("duplicated"),
         ((F.col("n_fail") > 0) & polled).alias("aborted_reads"),
         ((F.col("n_send") == 0) & polled).alias("unexpected"),
@@ -336,12 +339,10 @@ def _per_id_columns(mirrored: bool) -> tuple[list[Column], list[Column]]:
     ]
 
 
-@per_session
-def _lost_or_unseen() -> list[Column]:
+def _lost_or_unseen(missing: Column) -> list[Column]:
     """An acknowledged id no one polled: lost when a later offset of its partition was."""
     passed = F.coalesce(F.col("passed") == 1, F.lit(False))
-    return [(F.col("missing") & passed).alias("lost"),
-            (F.col("missing") & ~passed).alias("unseen")]
+    return [(missing & passed).alias("lost"), (missing & ~passed).alias("unseen")]
 
 
 def _mirrored_loss(per_id: DataFrame) -> DataFrame:

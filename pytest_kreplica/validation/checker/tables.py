@@ -330,10 +330,11 @@ def spark_schema(name: str, with_corrupt: bool = False):
     return StructType(fields)
 
 
-def read_spark(spark, table: Table):
+def read_spark(spark, table: Table, row: str | None = None):
     """A DataFrame with every column of the contract (absent optional ones as null) and
     ``_bad`` (1 where the row breaks the contract: unparsable, a wrong type, a required
-    column null, an unknown status)."""
+    column null, an unknown status); with ``row``, that column numbers the rows in read
+    order (in the same step: each step is analysed when it is made)."""
     if table.format == "json":
         df = (spark.read.schema(spark_schema(table.name, with_corrupt=True))
               .option("mode", "PERMISSIVE")
@@ -345,7 +346,7 @@ def read_spark(spark, table: Table):
             raise HistoryError(problem)
         raw = spark.read.parquet(*[str(p) for p in parquet_files(table.path)])
         df = raw.select(*_parquet_columns(table.name, frozenset(raw.columns)))
-    return df.select(*_contract_columns(table.name, table.format == "json"))
+    return df.select(*_contract_columns(table.name, table.format == "json", row))
 
 
 @per_session
@@ -361,7 +362,7 @@ def _parquet_columns(name: str, present: frozenset[str]) -> list:
 
 
 @per_session
-def _contract_columns(name: str, json_format: bool) -> list:
+def _contract_columns(name: str, json_format: bool, row: str | None) -> list:
     """The columns ``read_spark`` returns: the contract's, and ``_bad``. Kept per session:
     built per check, these few dozen expressions were a fifth of a warm small check's py4j
     round trips (230 of 1122)."""
@@ -375,4 +376,6 @@ def _contract_columns(name: str, json_format: bool) -> list:
         if col.allowed is not None:
             broken = broken | ~F.col(col.name).isin(*col.allowed)
     # Columns, not names: a name in a select is one more round trip each, every time
-    return [*[F.col(c.name) for c in columns], F.coalesce(broken, F.lit(True)).alias("_bad")]
+    numbered = [] if row is None else [F.monotonically_increasing_id().alias(row)]
+    return [*[F.col(c.name) for c in columns], F.coalesce(broken, F.lit(True)).alias("_bad"),
+            *numbered]

@@ -89,8 +89,8 @@ def v1_view(sends: DataFrame, polls: DataFrame, out: DataFrame) -> tuple[DataFra
     sends_v1 = kept.select(*[status.alias(c) if c == "status" else F.col(c)
                              for c in sends.columns])
     aborted = s.where(F.col("_outcome") == "aborted").select("id").distinct()
-    # file order stands for a missing index: the row numbers (``numbered`` by the caller,
-    # right after the read) were taken before the join can reorder rows (the rules order by
+    # file order stands for a missing index: the row numbers (``rules.ROW``, taken by the
+    # read) were taken before the join can reorder rows (the rules order by
     # index, else by row number)
     p = polls.where(F.col("isolation").isNull() | (F.col("isolation") != RU)
                     | F.col("generation").isNotNull())
