@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from ..cluster.base import TopicSpec
 from ..history import RunWriter, write_run_json
 from ..report import build_verdict, write_report, write_verdict
-from ..validation import warmup
 from ..validation.checker import check
 from ..validation.outcome import judge_case
 from . import workload_module
@@ -251,9 +250,6 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
             for step in hooks.cleanup:
                 step(ctx)
     extra = ctx.extra
-    if warmup.running():  # validating beside it would race it for the session's settings
-        with phases.timed("spark warm-up"):
-            warmup.wait()
     if not replica_check:
         replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
     elif flow.mirrored:

@@ -7,18 +7,9 @@ second Python worker for them: about 0.9 s more for that case's replica phase (1
 0.20 s for the next one, one session). Both are needed anyway, so the thread here starts the
 session and, when the run checks replicas, verifies a tiny two-partition snapshot (two
 tasks) as the worker's first case begins, while that case starts its cluster and runs its
-workload. A warm-up that fails is only logged; the case's own validation then tries again
-and reports the cause.
-
-The thread then checks a history shaped like a smoke case's (``write_warmup_history``: 500
-sends and their polls over five partitions, one record planted lost, so the examples'
-read-back runs too). A fresh driver JVM's first check of a 1000-message case took 4.5 s and
-5.9 s of JVM CPU, its second 1.6 s and its fourth 1.2 s (one session, ``quick`` JIT):
-loading classes and compiling the checker's code paths is work each worker pays once, and
-here it is paid while the first case runs.
-A case's validation waits for the warm-up to end first (``wait``): two checks at once in one
-session would set and restore each other's SQL settings (``spark.sized_shuffle``), and
-what is left of the warm-up is the work that validation would have done cold.
+workload. Nothing waits for it: the case's first validation takes the session when it is up
+(``spark.get_spark`` holds its lock while it starts), and a warm-up that fails is only
+logged; the case's own validation then tries again and reports the cause.
 """
 
 from __future__ import annotations
@@ -31,8 +22,6 @@ import threading
 import time
 from pathlib import Path
 
-from ..history import RunWriter
-from .checker import check
 from .replicas.verify import verify_logs
 from .spark import start_spark
 
@@ -40,9 +29,6 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-WAIT_TIMEOUT = 300.0  # seconds a case's validation waits for the warm-up before its own
-HISTORY_PARTITIONS, HISTORY_PER_PARTITION = 5, 100
-PLANTED_LOST = ("t", 0, 10)  # topic, partition, offset never polled (later ones are)
 
 
 def start(spark_master: str | None = None, verify: bool = True) -> threading.Thread:
@@ -66,8 +52,6 @@ def _start(spark_master: str | None, verify: bool) -> None:
         if verify:
             write_tiny_snapshot(work)
             verify_logs(work, spark_master=spark_master)
-        write_warmup_history(work / "history")
-        _expect_planted(check(work / "history", spark_master=spark_master).counts)
     except Exception as exc:  # the cases' own validation reports what is wrong
         log.warning("warming Spark up in the background failed after %.1f s: %s",
                     time.monotonic() - started, exc)
@@ -75,58 +59,6 @@ def _start(spark_master: str | None, verify: bool) -> None:
         log.info("Spark warmed up in the background in %.1f s", time.monotonic() - started)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def running() -> bool:
-    """Whether this process's warm-up thread is still at work."""
-    thread = _thread
-    return thread is not None and thread.is_alive()
-
-
-def wait(timeout: float = WAIT_TIMEOUT) -> bool:
-    """Wait, at most ``timeout`` s, for this process's warm-up to end; True when one was
-    still running. A warm-up still running afterwards is logged and left to finish."""
-    thread = _thread
-    if thread is None or not thread.is_alive():
-        return False
-    log.info("waiting up to %.0f s for the background Spark warm-up to end", timeout)
-    thread.join(timeout)
-    if thread.is_alive():
-        log.warning("the background Spark warm-up is still running after %.0f s; "
-                    "validating beside it", timeout)
-    return True
-
-
-def _expect_planted(counts: dict[str, int]) -> None:
-    """The warm-up check must have read the whole history and found what was planted: the
-    lost record, and the poll skip over its offset."""
-    acked = HISTORY_PARTITIONS * HISTORY_PER_PARTITION
-    expected = {"acked": acked, "polled": acked - 1, "lost": 1, "poll_skips": 1}
-    seen = {k: counts.get(k, 0) for k in expected}
-    if seen != expected:
-        raise RuntimeError(f"the warm-up history's check expected {expected}; it counted "
-                           f"{seen}")
-
-
-def write_warmup_history(run_dir: Path) -> None:
-    """A smoke case's shape at half its size, through the cases' own writer: producer 0
-    acknowledges HISTORY_PER_PARTITION records in each of HISTORY_PARTITIONS partitions of
-    topic ``t``, and consumer 1 polls them partition by partition in polls of 50, all but
-    PLANTED_LOST."""
-    topic, lost_partition, lost_offset = PLANTED_LOST
-    with RunWriter(run_dir) as writer:
-        t, poll = 1_000_000, 0
-        for i in range(HISTORY_PER_PARTITION):
-            for p in range(HISTORY_PARTITIONS):
-                t += 1000
-                writer.send(0, topic, p, f"0-{p}-{i}", i, "ok", invoke_ns=t, complete_ns=t + 500)
-        for p in range(HISTORY_PARTITIONS):
-            for i in range(HISTORY_PER_PARTITION):
-                if i % 50 == 0:
-                    poll += 1
-                if (p, i) != (lost_partition, lost_offset):
-                    t += 1000
-                    writer.poll(1, poll, topic, p, i, f"0-{p}-{i}", time_ns=t, index=i % 50)
 
 
 def write_tiny_snapshot(run_dir: Path) -> None:
