@@ -1,6 +1,7 @@
 """A small history is checked with its own Spark settings (one shuffle partition, no adaptive
 execution, no generated code: ``spark.sized_shuffle``) and its plan in one task, without an
-exchange (``rules.build(one_task=True)``); a large one with the session's settings. Every
+exchange and without collapsing its clean ids (``rules.build(one_task=True)``); a large one
+with the session's settings. Every
 other checker test uses small histories, so this one checks the same histories both ways and
 wants the same verdict, and the session's settings back afterwards."""
 
@@ -12,6 +13,7 @@ import pytest
 
 import pytest_kreplica.validation.spark as engine
 from pytest_kreplica.validation.checker import check, rules, tables
+from tests.checker import test_planted as planted
 from tests.checker.test_txn_planted import Txn, copied_twice, write_cycle
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "histories"
@@ -30,6 +32,27 @@ def test_a_fixture_gets_the_same_verdict_either_way(name, monkeypatch, spark_ses
     small, large = _both_ways(FIXTURES / name, monkeypatch)
     assert small == large
     assert small["counts"]["acked"] > 0 and small["counts"]["polled"] > 0, small
+
+
+# one planted case per anomaly (tests/checker/test_planted.py): a small history's examples
+# come from the per-id rows themselves, a large one's after its clean ids are collapsed
+# (the fixtures above have lost records, and a mirrored run's)
+ONE_PER_ANOMALY = [planted.unseen_tail, planted.recovered_indeterminate, planted.aborted_read,
+                   planted.unexpected_record, planted.duplicated_by_two_acks,
+                   planted.inconsistent_two_acks_one_offset, planted.nonmonotonic_poll,
+                   planted.skips_count_per_pair,
+                   planted.nonmonotonic_sends_reported_not_invalidating]
+
+
+@pytest.mark.parametrize("case", ONE_PER_ANOMALY, ids=lambda c: c.__name__)
+def test_a_planted_anomaly_gets_the_same_verdict_either_way(case, history, monkeypatch,
+                                                           spark_session):
+    h = history()
+    expected, _ = case(h)
+    small, large = _both_ways(h.close(), monkeypatch)
+    assert small == large
+    assert {k: v for k, v in small["counts"].items() if k in expected} == expected
+    assert all(small["examples"].get(name) for name in expected), small["examples"]
 
 
 @pytest.mark.parametrize("case", [write_cycle, copied_twice], ids=lambda c: c.__name__)

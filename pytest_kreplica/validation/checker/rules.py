@@ -46,6 +46,7 @@ TP = ("cluster", "topic", "partition")
 class Frames:
     per_id: DataFrame  # one row per id, with its anomaly flags and example carriers
     union: DataFrame  # sends and polls before the windows (what ``positions`` keeps of)
+    one_task: bool = False  # a small history's plan, in one task (``build``)
 
     @functools.cached_property
     def positions(self) -> DataFrame:
@@ -115,7 +116,7 @@ def build(
     u = u.select("*", *window_2).withColumns(candidates)
     u = u.select("*", *_pair_flags(exempt(exempting, assignments)))
     per_id = _per_id(u, mirrored, one_task)
-    return Frames(per_id=per_id, union=union)
+    return Frames(per_id=per_id, union=union, one_task=one_task)
 
 
 @per_session
