@@ -2,9 +2,10 @@
 JIT mode (``KREPLICA_SPARK_JIT``), with the small-history settings as shipped and with
 adaptive execution or generated code put back.
 
-    python benchmarks/bench_small_check.py [--history lost] [--checks 10] [--rounds 2]
+    python benchmarks/bench_small_check.py [--history lost|RUN_DIR] [--checks 10] [--rounds 2]
 
-For each JIT mode, a fresh process starts the local Spark session, checks the fixture history
+For each JIT mode, a fresh process starts the local Spark session, checks the history (a
+fixture, or a case's run directory: a smoke case's is 1000 + 1000 rows)
 ``--warmup`` times, then ``--checks`` times while the settings alternate. It prints per
 setting the median wall time and the median CPU seconds of the driver JVM and of Python per
 check, and the JVM's CPU per check (all settings together)
@@ -86,20 +87,25 @@ def child(history: Path, warmup: int, checks: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--history", default="lost", help="a folder of fixtures/histories")
+    ap.add_argument("--history", default="lost",
+                    help="a folder of fixtures/histories, or the path of a run directory")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--checks", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    history = HISTORIES / args.history
+    fixture = HISTORIES / args.history
+    history = fixture if fixture.is_dir() else Path(args.history).resolve()
+    if not (history / "sends.jsonl").exists() and not (history / "sends.parquet").exists():
+        sys.exit(f"--history {args.history}: neither a folder of {HISTORIES} nor a run "
+                 f"directory with a sends table")
     if args.child:
         child(history, args.warmup, args.checks)
         return
     for r in range(1, args.rounds + 1):
         for mode in ("full", "quick"):
             env = {**os.environ, "KREPLICA_SPARK_JIT": mode}
-            out = subprocess.run([sys.executable, __file__, "--child", "--history", args.history,
+            out = subprocess.run([sys.executable, __file__, "--child", "--history", str(history),
                                   "--warmup", str(args.warmup), "--checks", str(args.checks)],
                                  env=env, capture_output=True, text=True, check=True)
             doc = json.loads(out.stdout.strip().splitlines()[-1])

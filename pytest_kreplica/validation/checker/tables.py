@@ -346,7 +346,12 @@ def read_spark(spark, table: Table, row: str | None = None):
             raise HistoryError(problem)
         raw = spark.read.parquet(*[str(p) for p in parquet_files(table.path)])
         df = raw.select(*_parquet_columns(table.name, frozenset(raw.columns)))
-    return df.select(*_contract_columns(table.name, table.format == "json", row))
+    columns = _contract_columns(table.name, table.format == "json")
+    if row is not None:  # built per read: each plan owns its nondeterministic expression
+        from pyspark.sql import functions as F
+
+        columns = [*columns, F.monotonically_increasing_id().alias(row)]
+    return df.select(*columns)
 
 
 @per_session
@@ -362,7 +367,7 @@ def _parquet_columns(name: str, present: frozenset[str]) -> list:
 
 
 @per_session
-def _contract_columns(name: str, json_format: bool, row: str | None) -> list:
+def _contract_columns(name: str, json_format: bool) -> list:
     """The columns ``read_spark`` returns: the contract's, and ``_bad``. Kept per session:
     built per check, these few dozen expressions were a fifth of a warm small check's py4j
     round trips (230 of 1122)."""
@@ -376,6 +381,4 @@ def _contract_columns(name: str, json_format: bool, row: str | None) -> list:
         if col.allowed is not None:
             broken = broken | ~F.col(col.name).isin(*col.allowed)
     # Columns, not names: a name in a select is one more round trip each, every time
-    numbered = [] if row is None else [F.monotonically_increasing_id().alias(row)]
-    return [*[F.col(c.name) for c in columns], F.coalesce(broken, F.lit(True)).alias("_bad"),
-            *numbered]
+    return [*[F.col(c.name) for c in columns], F.coalesce(broken, F.lit(True)).alias("_bad")]
