@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import tempfile
 import threading
 import time
@@ -46,19 +45,18 @@ def start(spark_master: str | None = None, verify: bool = True) -> threading.Thr
 
 def _start(spark_master: str | None, verify: bool) -> None:
     started = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="kreplica-spark-warmup-"))
     try:
         start_spark(spark_master)
-        if verify:
-            write_tiny_snapshot(work)
-            verify_logs(work, spark_master=spark_master)
+        if verify:  # the snapshot's folder only when there is one to verify
+            with tempfile.TemporaryDirectory(prefix="kreplica-spark-warmup-",
+                                             ignore_cleanup_errors=True) as work:
+                write_tiny_snapshot(Path(work))
+                verify_logs(Path(work), spark_master=spark_master)
     except Exception as exc:  # the cases' own validation reports what is wrong
         log.warning("warming Spark up in the background failed after %.1f s: %s",
                     time.monotonic() - started, exc)
     else:
         log.info("Spark warmed up in the background in %.1f s", time.monotonic() - started)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def write_tiny_snapshot(run_dir: Path) -> None:
