@@ -57,7 +57,6 @@ def child(history: Path, warmup: int, checks: int) -> None:
     """Runs in the measured process: prints one JSON line of figures."""
     import psutil
 
-    sys.path.insert(0, str(ROOT))
     from pytest_kreplica.validation.checker import check
     from pytest_kreplica.validation.spark import SMALL_INPUT_CONF, get_spark
 
@@ -96,9 +95,14 @@ def main() -> None:
     args = ap.parse_args()
     fixture = HISTORIES / args.history
     history = fixture if fixture.is_dir() else Path(args.history).resolve()
-    if not (history / "sends.jsonl").exists() and not (history / "sends.parquet").exists():
-        sys.exit(f"--history {args.history}: neither a folder of {HISTORIES} nor a run "
-                 f"directory with a sends table")
+    sys.path.insert(0, str(ROOT))
+    from pytest_kreplica.errors import HistoryError
+    from pytest_kreplica.validation.checker.tables import find_table
+
+    try:  # the checker's own rule for a sends table (JSON Lines or Parquet, not both)
+        find_table(history, "sends")
+    except HistoryError as exc:
+        sys.exit(f"--history {args.history}: not a folder of {HISTORIES}, and {exc}")
     if args.child:
         child(history, args.warmup, args.checks)
         return
