@@ -306,7 +306,6 @@ def _per_id_columns(mirrored: bool) -> tuple[list[Column], list[Column]]:
         count_when(good & (src == SEND) & F.col("info")).alias("n_info"),
         count_when(good & (src == POLL)).alias("n_poll"),
         count_when(polled_for_loss).alias("n_poll_loss"),
-        count_when(~good).alias("n_bad"),
         count_when(~good & (src == SEND)).alias("n_bad_sends"),
         count_when(~good & (src == POLL)).alias("n_bad_polls"),
         F.max(F.when(F.col("passed_here"), 1)).alias("passed"),
