@@ -6,6 +6,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+# seconds ``produce_until`` lets its producer finish the last send: past the delivery timeout
+# (8 s), so a send stuck behind a partition has expired by then. With 5 s its flush timed out
+# now and then, close gave up without stopping the sender thread, and the thread outlived the
+# test (the warning showed in CI). The callers wait 30 s for the thread, which covers the
+# last send's wait (15 s) and this.
+CLOSE_TIMEOUT_S = 12.0
+
 
 def producer(cluster: Any):
     """acks=all, one request in flight, short timeouts: a send to a dead leader fails fast."""
@@ -34,7 +41,7 @@ def produce_until(cluster: Any, topic: str, stop: threading.Event,
                 failed.append(value)
             i += 1
     finally:
-        p.close(5)
+        p.close(CLOSE_TIMEOUT_S)
 
 
 def read_partition(cluster: Any, topic: str, partition: int = 0) -> set[tuple[int, bytes]]:
