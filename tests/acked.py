@@ -6,12 +6,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-# seconds ``produce_until`` lets its producer finish the last send: past the delivery timeout
-# (8 s), so a send stuck behind a partition has expired by then. With 5 s its flush timed out
-# now and then, close gave up without stopping the sender thread, and the thread outlived the
-# test (the warning showed in CI). The callers wait 30 s for the thread, which covers the
-# last send's wait (15 s) and this.
-CLOSE_TIMEOUT_S = 12.0
+REQUEST_TIMEOUT_MS, DELIVERY_TIMEOUT_MS = 4000, 8000
+# seconds ``produce_until`` lets its producer finish the last send: its delivery timeout and
+# one more request's. With 5 s the flush timed out now and then after a partition, close
+# gave up without stopping the sender thread, and the thread outlived the test (a warning in
+# CI). The callers wait 30 s for the thread: the last send's wait (15 s) and this.
+CLOSE_TIMEOUT_S = (DELIVERY_TIMEOUT_MS + REQUEST_TIMEOUT_MS) / 1000
 
 
 def producer(cluster: Any):
@@ -19,7 +19,8 @@ def producer(cluster: Any):
     from kafka import KafkaProducer
 
     return KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
-                         request_timeout_ms=4000, delivery_timeout_ms=8000, retries=3,
+                         request_timeout_ms=REQUEST_TIMEOUT_MS,
+                         delivery_timeout_ms=DELIVERY_TIMEOUT_MS, retries=3,
                          max_block_ms=8000, max_in_flight_requests_per_connection=1)
 
 
