@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cluster.base import NodeState
 from ..cluster.mirrormaker import NODE_NAME, ROLE, START_TIMEOUT_S, MirrorMaker, create_mirror_maker
 from ..cluster.pool import cluster_spec
 from ..faults import Component
@@ -49,6 +50,8 @@ log = logging.getLogger(__name__)
 PROBE_PROCESS = 2  # the readiness probe's sends: ordinary, acknowledged history rows
 MIRROR_DRAIN_TIMEOUT = 180.0
 MIRROR_FAULT_RATE = 100.0  # sends/s while MirrorMaker 2 faults run: restarts take a minute
+KILLED_TASK_RESTARTS = 2  # operator restarts per drain after a task was killed for good
+KILLED_TASK_LOOK_S = 2.0
 
 
 def run(case: Case, pool: ClusterPool, run_dir: Path, options: RunOptions) -> CaseResult:
@@ -77,6 +80,8 @@ def run_mirror_case(case: Case, source: Cluster, target: Cluster, run_dir: Path,
                              policy=case.replication_policy, exactly_once=exactly_once)
     hooks.before_produce["mirror_start"] = lambda ctx: _start(ctx, mm)
     hooks.cleanup.append(lambda ctx: _close(ctx, mm))
+    if case.fault_timing != "consume":  # else the nemesis owns MirrorMaker 2 in the drain
+        hooks.during_consume.append(lambda ctx: restart_killed_tasks(ctx, mm))
     hooks.before_verdict.append(_clusters_section)
     if replica_check:
         hooks.before_verdict.append(lambda ctx: ctx.extra.update(
@@ -107,6 +112,34 @@ def _start(ctx: CaseContext, mm: MirrorMaker) -> None:
     ctx.components[ROLE] = mirror_component(
         mm, lambda: len(ctx.consumer.seen),
         _consumer_progress(mm, lambda: ctx.consumer, lambda: ctx.stats, probes))
+
+
+def restart_killed_tasks(ctx: CaseContext, mm: MirrorMaker,
+                         look_every: float = KILLED_TASK_LOOK_S) -> None:
+    """During the drain: when the running MirrorMaker 2 has killed a Connect task for good
+    (its log says so: ``cluster.mirrormaker.tasks``), restart the process, as an operator of
+    a dedicated MirrorMaker 2 must, at most ``KILLED_TASK_RESTARTS`` times. Each killed task
+    is a ``task-failed`` event and a line of the verdict's ``mirror_killed_tasks``, and each
+    restart a ``restart`` event: the records the task still owed are then judged like any
+    others, and a case that still misses them names the task and its cause."""
+    found: list[str] = ctx.extra.setdefault("mirror_killed_tasks", [])
+    restarts = 0
+    while not ctx.stop.wait(look_every):
+        if mm.state is not NodeState.RUNNING:
+            continue
+        killed = mm.killed_tasks()
+        if not killed:
+            continue
+        for line in killed:
+            ctx.writer.event("task-failed", node=NODE_NAME, role=ROLE, detail=line)
+        found.extend(killed)
+        if restarts >= KILLED_TASK_RESTARTS:
+            return
+        log.warning("MirrorMaker 2 killed %s for good; restarting it", "; ".join(killed))
+        ctx.writer.event("restart", node=NODE_NAME, role=ROLE,
+                         detail=f"after a task was killed for good ({len(killed)} task(s))")
+        mm.restart()
+        restarts += 1
 
 
 def _close(ctx: CaseContext, mm: MirrorMaker) -> None:

@@ -214,6 +214,7 @@ class DockerMirrorMaker(MirrorMaker):
             raise self._fail(f"MirrorMaker 2 already runs (state {self.state.value}); "
                              f"expected: stopped")
         self.prepare()
+        self._mark_log()
         self.starts.append(time.monotonic())
         try:
             self._container.start()

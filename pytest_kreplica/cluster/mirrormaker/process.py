@@ -33,6 +33,7 @@ from ..base import NodeState
 from ..launcher import Launcher
 from ..ports import claim_ports, release_ports
 from .config import NODE_NAME, mirror_classpath, mirrored_name, mm2_properties, render_properties
+from .tasks import killed_since
 
 if TYPE_CHECKING:
     from ..base import Cluster
@@ -73,6 +74,7 @@ class MirrorMaker:
         self._proc: subprocess.Popen | None = None
         self._state = NodeState.STOPPED
         self.starts: list[float] = []  # monotonic launch times (the benchmark reads them)
+        self._log_start = 0  # the log's size at the last launch (``killed_tasks``)
 
     # -- description -----------------------------------------------------------------------
     @property
@@ -128,6 +130,13 @@ class MirrorMaker:
                                                stdin=subprocess.DEVNULL, cwd=str(self.workdir))
         self._state = NodeState.RUNNING
         self.starts.append(time.monotonic())
+
+    def _mark_log(self) -> None:
+        """Remember where this launch's log lines begin."""
+        try:
+            self._log_start = self.log_file.stat().st_size
+        except OSError:
+            self._log_start = 0
 
     def _signal(self, sig: int) -> None:
         if self._proc is not None:
@@ -205,6 +214,11 @@ class MirrorMaker:
             raise NodeError(f"MirrorMaker 2 exited with code {self._proc.returncode} "
                             f"(expected: running); last line: {last_error_line(self.log_file)}; "
                             f"{self.hint()}", log_file=str(self.log_file))
+
+    def killed_tasks(self) -> list[str]:
+        """The Connect tasks this launch killed for good, each with its root cause
+        (``tasks.killed_tasks``): they stay down until the process restarts."""
+        return killed_since(self.log_file, self._log_start)
 
     def target_end_offsets(self, consumer: Any = None) -> dict[tuple[str, int], int] | None:
         """End offset of every partition of the mirrored topics on the target, or None
