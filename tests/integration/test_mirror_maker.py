@@ -124,3 +124,54 @@ def test_checker_finds_anomalies_planted_in_a_real_mirrored_history(pair, mirror
     dup = check(variant("duplicated", [*polls, again]))
     assert dup.counts["duplicated"] == 1 and dup.valid, dup.counts  # at-least-once allows it
     assert not check(variant("duplicated-eo", [*polls, again]), "exactly-once").valid
+
+
+def _task_transactional_ids(log_file) -> list[str]:
+    """The transactional ids MirrorMaker 2's exactly-once source tasks produce with (from the
+    producer configuration each task logs)."""
+    import re
+
+    found = re.findall(r"transactional\.id = (\S+MirrorSourceConnector-\d+)",
+                       log_file.read_text(errors="replace"))
+    return sorted(set(found))
+
+
+def test_a_task_killed_for_good_is_read_from_the_log_and_a_restart_revives_it(pair, tmp_path):
+    """The mirror scenario's answer to a Connect task that dies and stays down while the
+    process runs (a CI run's exactly-once case: InvalidTxnStateException at commit): a real
+    exactly-once task is fenced from outside (a producer with its transactional id), so the
+    next records kill it for good; ``killed_tasks`` must name it from the real log, nothing
+    more is mirrored, and after a restart it is gone from the new launch's view and
+    mirroring moves again."""
+    from kafka import KafkaProducer
+
+    from pytest_kreplica.waits import wait_until
+    from tests.mirror_checks import send
+
+    source, target = pair
+    topic = "mm-it-fenced"
+    source.create_topics([TopicSpec(topic, 2, 1)])
+    mm = MirrorMaker(source, target, [topic], tmp_path / "mm", exactly_once=True)
+    with mirroring(mm, source, topic, RunWriter(tmp_path / "run")):
+        assert mm.killed_tasks() == []
+        ids = _task_transactional_ids(mm.log_file)
+        assert ids, f"no task transactional id in {mm.log_file}"
+        for tid in ids:
+            fencer = KafkaProducer(bootstrap_servers=target.bootstrap_servers,
+                                   transactional_id=tid)
+            fencer.init_transactions()  # a newer epoch: the task's producer is fenced
+            fencer.close(timeout=10)
+        send(source.bootstrap_servers, topic, 20, "after-fence")
+        wait_until(lambda: bool(mm.killed_tasks()), 120,
+                   "MirrorMaker 2's log to say a fenced task was killed for good",
+                   lambda: f"no such line yet in {mm.log_file}")
+        killed = mm.killed_tasks()
+        assert all(k.startswith("MirrorSourceConnector-") and "Exception" in k
+                   for k in killed), killed  # the task and its root cause
+        assert mm.state is NodeState.RUNNING  # the process lives on without its task
+        stalled = mm.target_total()
+        mm.restart()
+        assert mm.killed_tasks() == []  # the new launch's lines only
+        send(source.bootstrap_servers, topic, 20, "after-restart")
+        mm.wait_mirroring(stalled, 180)
+        assert mm.target_total() > stalled

@@ -123,6 +123,7 @@ class MirrorMaker:
                  *self.dist.jvm_flags(self.heap_mb, archive=False)]
         cmd = [self.dist.java, *flags, "-cp", mirror_classpath(self.dist),
                "org.apache.kafka.connect.mirror.MirrorMaker", str(self.config_file)]
+        self._mark_log()
         with open(self.log_file, "ab") as out:
             out.write(f"\n=== kreplica: starting MirrorMaker 2 at "
                       f"{time.strftime('%H:%M:%S')} ===\n".encode())
