@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..waits import wait_until
 from . import config as kconfig
 from . import ports as kports
+from . import probe
 from .base import Node, NodeState
 
 if TYPE_CHECKING:
@@ -34,7 +36,11 @@ def _voters(cluster: ProcessCluster) -> str:
 
 def add_broker(cluster: ProcessCluster, timeout: float = 60.0) -> int:
     """Start one more broker-only node in ``cluster`` and wait until it is registered
-    unfenced; returns its node id."""
+    unfenced and answers on its listener; returns its node id. Registered is not enough:
+    metadata lists an unfenced broker at once, and a KRaft cluster names any live broker as
+    the controller admin requests go to, while the new broker's listener may not accept
+    connections yet (a CI run's AlterPartitionReassignments, sent to the joining broker, was
+    refused: ECONNREFUSED)."""
     if cluster.links is not None:
         raise InputError("broker_join: a cluster whose links pass a fault proxy cannot take a "
                          "new broker (its links would bypass the proxy); allowed: a cluster "
@@ -63,4 +69,7 @@ def add_broker(cluster: ProcessCluster, timeout: float = 60.0) -> int:
         cluster._states[node_id] = NodeState.STOPPED
     cluster._launch(node)
     cluster.wait_registered(node_id, timeout)
+    wait_until(lambda: probe.answers(host, port), timeout,
+               f"joined broker {node_id} answering ApiVersions on {host}:{port}",
+               lambda: "no complete reply yet", f"its log: {node.log_file}")
     return node_id
