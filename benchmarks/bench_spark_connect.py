@@ -1,7 +1,9 @@
 """Benchmark: a one-off `kreplica check` against the machine's warm Spark Connect server
-(``--spark-master connect``) beside today's default, a fresh in-process driver JVM
-(``local[2]``), on the same small history; then two pytest-xdist workers (``-n 2``) that
-validate through ``connect`` and print the Spark application they ran in (one id for both).
+(``--spark-master connect``), as a user types it with no option (the default ``auto``, which
+joins that server while it runs), and in a fresh in-process driver JVM (``local[2]``, what
+``auto`` falls back to), on the same small history; then two pytest-xdist workers (``-n 2``)
+that validate through ``connect`` and print the Spark application they ran in (one id for
+both).
 
     python benchmarks/bench_spark_connect.py --repeat 3
 
@@ -39,15 +41,23 @@ def test_worker_{n}():
 '''
 
 
+DEFAULT = "(no option)"
+
+
 def run_check(master: str, history: Path) -> float:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("KREPLICA_SPARK_MASTER", None)
+    option = [] if master == DEFAULT else ["--spark-master", master]
     began = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest_kreplica.cli", "check", str(history),
-                           "--spark-master", master], env=env, capture_output=True, text=True,
+                           *option], env=env, capture_output=True, text=True,
                           timeout=900, check=False)
     took = time.monotonic() - began
     if done.returncode not in (0, 1):
-        raise SystemExit(f"kreplica check --spark-master {master}: exit {done.returncode}\n"
+        raise SystemExit(f"kreplica check {' '.join(option)}: exit {done.returncode}\n"
+                         f"{done.stderr[-2000:]}")
+    if master == DEFAULT and "running Spark Connect server" not in done.stderr:
+        raise SystemExit(f"kreplica check with no option did not join the warm server: "
                          f"{done.stderr[-2000:]}")
     return took
 
@@ -82,15 +92,17 @@ def main() -> int:
     args = p.parse_args()
     first = run_check("connect", args.history)
     print(f"first connect check (starts the server if none is warm): {first:.1f} s")
-    times: dict[str, list[float]] = {"connect": [], "local[2]": []}
+    times: dict[str, list[float]] = {"connect": [], DEFAULT: [], "local[2]": []}
     for _ in range(args.repeat):
         for master in times:
             times[master].append(run_check(master, args.history))
     med = {m: statistics.median(t) for m, t in times.items()}
     for m, t in times.items():
-        print(f"kreplica check --spark-master {m:9s} median {med[m]:6.2f} s  "
+        print(f"kreplica check {m if m == DEFAULT else '--spark-master ' + m:24s} "
+              f"median {med[m]:6.2f} s  "
               f"runs {' '.join(f'{x:.2f}' for x in t)}")
-    print(f"ratio connect / local[2]: {med['connect'] / med['local[2]']:.2f} "
+    print(f"ratio connect / local[2]: {med['connect'] / med['local[2]']:.2f}, "
+          f"no option / local[2]: {med[DEFAULT] / med['local[2]']:.2f} "
           f"(history {args.history.name}, {args.repeat} runs each)")
     two_workers(args.history)
     return 0

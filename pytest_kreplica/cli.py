@@ -11,10 +11,12 @@ import sys
 
 from .errors import KreplicaError
 from .history import SEMANTICS
+from .validation.spark import AUTO, ENV_MASTER
 
 ENV_TRACEBACK = "KREPLICA_TRACEBACK"
-SPARK_MASTER_HELP = ("local[N] (default local[2]), connect (this machine's shared Spark Connect "
-                     "server: a warm one answers a small check in seconds), sc://host:port, "
+SPARK_MASTER_HELP = ("auto (default: this machine's shared Spark Connect server if one runs, "
+                     "else local[2]), local[N], connect (that server, started if none runs: "
+                     "a warm one answers a small check in seconds), sc://host:port, "
                      "spark://host:port; env KREPLICA_SPARK_MASTER")
 # sub-command -> "module:function"; the function takes the parsed args, returns an exit code
 COMMANDS = {
@@ -80,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "spark_master", "") is None and not os.environ.get(ENV_MASTER):
+        # a one-off command joins a warm engine when there is one: 3 s instead of a fresh
+        # JVM's 10 s for a small history (docs/spark.md); it never starts one for this
+        args.spark_master = AUTO
     module_name, func_name = COMMANDS[args.command].split(":")
     try:
         func = getattr(importlib.import_module(module_name), func_name)

@@ -145,14 +145,23 @@ def release(p: dict[str, Path]) -> None:
         (p["leases"] / f"{os.getpid()}-{psutil.Process().create_time():.3f}").unlink()
 
 
-def ensure_server() -> str:
-    """The ``sc://`` URL of this machine's server, starting it if none runs."""
+def ensure_server(start: bool = True) -> str | None:
+    """The ``sc://`` URL of this machine's server, starting it if none runs; with
+    ``start=False`` (master ``auto``) None instead, and a line saying which engine runs the
+    check when there is one (a check's speed differs by 3-4x between the two)."""
     p = paths()
+    if not start and not p["state"].exists():  # none runs: no lock, nothing written
+        return None
     with once.held(p["lock"], "the shared Spark Connect server", timeout=LOCK_TIMEOUT_S):
         doc = live_server(p)
+        if doc is None and not start:
+            return None
         if doc is None:
             doc = _start(p)
         lease(p)
+    if not start:
+        once.say(f"kreplica: validating on the machine's running Spark Connect server "
+                 f"(127.0.0.1:{doc['port']}, log {p['log']})")
     return url_of(doc)
 
 

@@ -2,11 +2,11 @@
 
 Local mode (``local[2]``, an in-process driver JVM) by default; ``master`` (or env
 ``KREPLICA_SPARK_MASTER``) may be ``local[N]``, ``spark://host:port`` (a standalone cluster),
-``connect`` (this machine's shared Spark Connect server, started on first use: ``connect.py``)
-or ``sc://host:port`` (a remote Spark Connect server). Validation code works with both kinds of
-session: it uses no SparkContext, RDD or Python broadcast, only DataFrames, ``mapInArrow``,
-``default_parallelism`` and ``job_tag`` below. pyspark is imported here, lazily, never at
-plugin import time.
+``connect`` (this machine's shared Spark Connect server, started on first use: ``connect.py``),
+``auto`` (that server if it runs, else ``local[2]``) or ``sc://host:port`` (a remote one).
+Validation code works with both kinds of session: it uses no SparkContext, RDD or Python
+broadcast, only DataFrames, ``mapInArrow``, ``default_parallelism`` and ``job_tag`` below.
+pyspark is imported here, lazily, never at plugin import time.
 
 Start-up is most of a small check's time, so the driver JVM is tuned as shared/SPARK-NOTES.md
 measured: UI off, ParallelGC, a quiet log4j2 file (errors only), C1-only JIT for the plugin's
@@ -48,7 +48,8 @@ ENV_DRIVER_MEMORY = "KREPLICA_SPARK_DRIVER_MEMORY"
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"
 CONNECT = "connect"
-MASTER_FORMS = "local, local[N], local[*], spark://host:port, connect or sc://host:port"
+AUTO = "auto"  # the machine's server if one runs (never started for it), else DEFAULT_MASTER
+MASTER_FORMS = "local, local[N], local[*], spark://host:port, connect, auto or sc://host:port"
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
@@ -64,7 +65,7 @@ def log4j_config() -> Path:
 def resolve_master(master: str | None = None) -> str:
     """Argument > env ``KREPLICA_SPARK_MASTER`` > ``local[2]`` (compared with ``is not None``)."""
     url = master if master is not None else os.environ.get(ENV_MASTER) or DEFAULT_MASTER
-    if not (url == CONNECT or url.startswith(("local", "spark://", "sc://"))):
+    if not (url in (CONNECT, AUTO) or url.startswith(("local", "spark://", "sc://"))):
         source = "the Spark master option" if master is not None else f"env {ENV_MASTER}"
         raise InputError(f"{source}: {url!r} is not a Spark master (expected {MASTER_FORMS})")
     return url
@@ -261,10 +262,12 @@ def get_spark(master: str | None = None, extra_conf: dict[str, str] | None = Non
     checked against the machine's server on every call: it may have idled out)."""
     global _session, _session_url
     url = resolve_master(master)
-    if url == CONNECT:
+    if url == AUTO and _session is not None:  # chosen once, kept for the process's life
+        return _session
+    if url in (CONNECT, AUTO):
         from .connect import ensure_server
 
-        url = ensure_server()
+        url = ensure_server(start=url == CONNECT) or DEFAULT_MASTER
     with _lock:
         if _session is not None and _session_url == url:
             return _session

@@ -1,7 +1,8 @@
 """The machine's shared Spark Connect server, for real: two client processes share one server
 (one supervisor, one driver JVM), it outlives a SIGKILLed client only while another client
 holds it and stops itself after the idle timeout once none does; SIGKILLing its supervisor
-takes its JVM down with it. Each test has its own cache, so its own server."""
+takes its JVM down with it; the ``kreplica`` command joins a running server by default and
+never starts one for that. Each test has its own cache, so its own server."""
 
 from __future__ import annotations
 
@@ -101,3 +102,32 @@ def test_a_killed_supervisor_takes_its_jvm_down(env, tmp_path):
         _gone([supervisor, *jvms], 60, "the server's JVM to exit with its supervisor")
     finally:
         a.kill()
+
+
+def _kreplica_check(env, history: Path) -> tuple[dict, str]:
+    """``kreplica check --json`` as a user types it (no master given): verdict and stderr."""
+    done = subprocess.run([sys.executable, "-m", "pytest_kreplica.cli", "check", str(history),
+                           "--json"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), f"expected a verdict, exit {done.returncode}: " \
+                                      f"{done.stderr[-2000:]}"
+    return json.loads(done.stdout.splitlines()[-1]), done.stderr
+
+
+def test_the_command_joins_a_running_server_and_otherwise_checks_in_process(env, tmp_path):
+    history = ROOT / "fixtures" / "histories" / "lost"
+    a, _ = _client(env, tmp_path, "a")
+    try:
+        supervisor, jvms = _server(tmp_path)
+        joined, err = _kreplica_check(env, history)
+        assert "validating on the machine's running Spark Connect server" in err, err
+        assert "starting" not in err, f"the command started a second server: {err}"
+    finally:
+        a.kill()
+        a.wait(timeout=30)
+    _gone([supervisor, *jvms], IDLE_S + 60, "the server to stop once its last client is gone")
+    alone, err = _kreplica_check(env, history)
+    assert "Spark Connect" not in err, f"expected an in-process check, saw: {err}"
+    states = list((tmp_path / "cache" / "spark" / "connect").glob("*.json"))
+    assert not states, f"the command started a server of its own: {states}"
+    assert joined["counts"]["lost"] == 2 and not joined["passed"], joined
+    assert (joined["counts"], joined["passed"]) == (alone["counts"], alone["passed"])

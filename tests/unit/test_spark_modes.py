@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
+from pytest_kreplica import cli
 from pytest_kreplica.errors import InputError
 from pytest_kreplica.validation import connect, spark
 
 
 @pytest.mark.parametrize("url", ["local", "local[2]", "local[*]", "spark://h:7077", "connect",
-                                 "sc://h:15002", "sc://localhost:1/;token=x"])
+                                 "auto", "sc://h:15002", "sc://localhost:1/;token=x"])
 def test_accepted_masters(url):
     assert spark.resolve_master(url) == url
 
@@ -54,3 +57,31 @@ def test_a_dead_supervisors_state_is_dropped(tmp_path):
     p["state"].write_text('{"pid": 999999999, "started": 1.0, "port": 1, "token": "t"}')
     assert connect.live_server(p) is None
     assert not p["state"].exists()
+
+
+def test_auto_without_a_server_state_takes_no_lock_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path))
+    assert connect.ensure_server(start=False) is None
+    assert list(tmp_path.rglob("*")) == []
+
+
+def _parsed_master(argv, monkeypatch) -> str | None:
+    """The Spark master the ``kreplica`` command hands its sub-command (which is stubbed)."""
+    seen = {}
+
+    def record(args) -> int:
+        seen["master"] = args.spark_master
+        return 0
+
+    monkeypatch.setattr(cli.importlib, "import_module",
+                        lambda name: types.SimpleNamespace(run_check=record))
+    assert cli.main(["check", "somewhere", *argv]) == 0
+    return seen["master"]
+
+
+def test_the_command_defaults_to_auto_unless_the_option_or_the_env_says(monkeypatch):
+    monkeypatch.delenv(spark.ENV_MASTER, raising=False)
+    assert _parsed_master([], monkeypatch) == spark.AUTO
+    assert _parsed_master(["--spark-master", "local[1]"], monkeypatch) == "local[1]"
+    monkeypatch.setenv(spark.ENV_MASTER, "connect")
+    assert _parsed_master([], monkeypatch) is None  # resolved from the env later
