@@ -25,8 +25,9 @@ HELP_BACKEND = (f"cluster backend: {' | '.join(backend_names())} "
                 "(default: process; env KREPLICA_BACKEND)")
 HELP_SPARK_MASTER = ("Spark for the validation: local[N] (default local[2], in-process), "
                      "connect (this machine's shared Spark Connect server, started on first "
-                     "use), sc://host:port (a Spark Connect server), spark://host:port "
-                     "(a standalone cluster); env KREPLICA_SPARK_MASTER")
+                     "use), auto (that server if it runs, else local[2]), sc://host:port "
+                     "(a Spark Connect server), spark://host:port (a standalone cluster); "
+                     "env KREPLICA_SPARK_MASTER")
 HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "
                          "(env KREPLICA_NO_REPLICA_CHECK=1)")
 
