@@ -133,6 +133,9 @@ def restart_killed_tasks(ctx: CaseContext, mm: MirrorMaker,
         for line in killed:
             ctx.writer.event("task-failed", node=NODE_NAME, role=ROLE, detail=line)
         found.extend(killed)
+        ctx.extra.setdefault("notes", []).extend(
+            f"MirrorMaker 2 killed a task for good (see its task-failed and restart events): "
+            f"{line}" for line in killed)
         if restarts >= KILLED_TASK_RESTARTS:
             return
         log.warning("MirrorMaker 2 killed %s for good; restarting it", "; ".join(killed))

@@ -97,9 +97,8 @@ class CaseResult:
             lines.extend(self.replica.failure_lines(self.run_dir))
         for check in self.failed_checks:
             lines.append(f"check {check.get('name')}: {check.get('detail')}")
-        if self.extra.get("mirror_killed_tasks"):
-            lines.append("MirrorMaker 2 killed tasks for good (its task-failed and restart "
-                         f"events): {self.extra['mirror_killed_tasks']}")
+        # what a scenario's hooks found that explains a failure (``extra["notes"]``)
+        lines.extend(f"note: {note}" for note in self.extra.get("notes") or [])
         if self.hook_errors:
             lines.append(f"hooks: expected none to fail, seen {self.hook_errors}")
         lines.append(f"run directory: {self.run_dir}")

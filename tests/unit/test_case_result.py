@@ -63,3 +63,11 @@ def test_replica_mismatch_hook_error_and_failed_check_each_invalidate():
     assert not failed.valid and "check election: took 40 s" in failed.failure_message()
     row = failed.summary()
     assert "checks" not in row  # lists stay in verdict.json; rows carry scalars only
+
+
+def test_a_scenarios_notes_explain_its_failure():
+    verdict = StandInVerdict(False, {"sent": 10, "acked": 10, "unseen": 3})
+    note = "MirrorMaker 2 killed a task for good: MirrorSourceConnector-0: X"
+    text = result(verdict, notes=[note]).failure_message()
+    assert f"note: {note}" in text
+    assert "note:" not in result(verdict).failure_message()

@@ -93,6 +93,9 @@ def test_a_killed_task_is_restarted_once_and_reported():
     assert [kind for kind, _ in events] == ["task-failed", "restart"]
     assert ctx.extra["mirror_killed_tasks"] == [
         "MirrorSourceConnector-0: InvalidTxnStateException"]
+    assert ctx.extra["notes"] == ["MirrorMaker 2 killed a task for good (see its task-failed "
+                                  "and restart events): MirrorSourceConnector-0: "
+                                  "InvalidTxnStateException"]
 
 
 def test_restarts_are_bounded_and_every_kill_is_reported():
@@ -107,3 +110,4 @@ def test_a_healthy_mirror_maker_is_left_alone():
     mm = _MirrorMaker(kills=0)
     ctx, events = _run(mm, looks=5)
     assert (mm.restarts, events, ctx.extra["mirror_killed_tasks"]) == (0, [], [])
+    assert "notes" not in ctx.extra
