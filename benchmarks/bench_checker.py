@@ -17,7 +17,10 @@ resident memory of each process tree (JVM included). A script, not a timed test:
 With ``--spark-master connect`` each timed `kreplica check` runs against the machine's shared
 Spark Connect server, as a one-off check does when a validation engine already runs: one
 untimed check first starts the server and warms it (reported on its own line); the peak
-memory is then the client's alone (the server is not its child).
+memory is then the client's alone (the server is not its child). ``--spark-master auto`` is
+the command as a user types it (its default): the untimed check starts the server with
+``connect``, the timed ones join it. Without the option the timed checks run with
+``local[2]``, a fresh driver JVM each, whether or not a server runs.
 
 Histories are generated once per size (JSON Lines by a row loop, Parquet straight from
 vectorised chunks: both hold the same rows; the planted Parquet copy is streamed from the
@@ -142,7 +145,7 @@ def main() -> int:
     env = dict(os.environ)
     env["KREPLICA_SPARK_DRIVER_MEMORY"] = args.driver_memory
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if args.spark_master == "connect":
+    if args.spark_master in ("connect", "auto"):
         env.setdefault("KREPLICA_SPARK_IDLE_S", "180")  # outlive a 1M baseline run between
     results, warmed = [], False
     for n in (int(s) for s in args.sizes.split(",")):
@@ -170,14 +173,14 @@ def main() -> int:
         for rep, fmt, (tag, root) in itertools.product(range(args.repeat), formats, variants):
             run_dir = str(root / fmt)
             fmt = tag + fmt  # the label's suffix: planted-jsonl, planted-parquet
-            check_cmd = [sys.executable, "-m", "pytest_kreplica.cli", "check", run_dir, "--json"]
-            if args.spark_master:
-                check_cmd += ["--spark-master", args.spark_master]
-                if not warmed:
-                    took, _, _ = run_measured(check_cmd, env)
-                    warmed = True
-                    print(f"  untimed first check (starts and warms {args.spark_master}): "
-                          f"{took:.1f} s", flush=True)
+            check_cmd = [sys.executable, "-m", "pytest_kreplica.cli", "check", run_dir, "--json",
+                         "--spark-master", args.spark_master or "local[2]"]
+            if args.spark_master and not warmed:  # auto starts no server: connect does
+                took, _, _ = run_measured(check_cmd[:-1] + [
+                    "connect" if args.spark_master == "auto" else args.spark_master], env)
+                warmed = True
+                print(f"  untimed first check (starts and warms {args.spark_master}): "
+                      f"{took:.1f} s", flush=True)
             jobs = [(f"spark-{fmt}", check_cmd)]
             if args.warm:
                 jobs.append((f"spark-warm-{fmt}", [sys.executable, "-c", WARM, run_dir]))
