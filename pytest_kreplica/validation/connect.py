@@ -145,24 +145,34 @@ def release(p: dict[str, Path]) -> None:
         (p["leases"] / f"{os.getpid()}-{psutil.Process().create_time():.3f}").unlink()
 
 
-def ensure_server(start: bool = True) -> str | None:
-    """The ``sc://`` URL of this machine's server, starting it if none runs; with
-    ``start=False`` (master ``auto``) None instead, and a line saying which engine runs the
-    check when there is one (a check's speed differs by 3-4x between the two)."""
+def ensure_server() -> str:
+    """The ``sc://`` URL of this machine's server, starting it if none runs."""
+    return url_of(_leased(paths(), start=True))
+
+
+def running_server() -> str | None:
+    """Master ``auto``: the ``sc://`` URL of this machine's server if one runs (never started
+    for it), with a line saying which engine runs the check (a check's speed differs by 3-4x
+    between the two); else None. With no state file no lock is taken and nothing written."""
     p = paths()
-    if not start and not p["state"].exists():  # none runs: no lock, nothing written
+    doc = _leased(p, start=False) if p["state"].exists() else None
+    if doc is None:
         return None
+    once.say(f"kreplica: validating on the machine's running Spark Connect server "
+             f"(127.0.0.1:{doc['port']}, log {p['log']})")
+    return url_of(doc)
+
+
+def _leased(p: dict[str, Path], start: bool) -> dict | None:
+    """Under the machine-wide lock: the live server's state, started first if none runs and
+    ``start``, and this process's lease on it (None: none runs and none was started)."""
     with once.held(p["lock"], "the shared Spark Connect server", timeout=LOCK_TIMEOUT_S):
         doc = live_server(p)
-        if doc is None and not start:
-            return None
-        if doc is None:
+        if doc is None and start:
             doc = _start(p)
-        lease(p)
-    if not start:
-        once.say(f"kreplica: validating on the machine's running Spark Connect server "
-                 f"(127.0.0.1:{doc['port']}, log {p['log']})")
-    return url_of(doc)
+        if doc is not None:
+            lease(p)
+    return doc
 
 
 def _start(p: dict[str, Path]) -> dict:

@@ -265,9 +265,9 @@ def get_spark(master: str | None = None, extra_conf: dict[str, str] | None = Non
     if url == AUTO and _session is not None:  # chosen once, kept for the process's life
         return _session
     if url in (CONNECT, AUTO):
-        from .connect import ensure_server
+        from .connect import ensure_server, running_server
 
-        url = ensure_server(start=url == CONNECT) or DEFAULT_MASTER
+        url = ensure_server() if url == CONNECT else running_server() or DEFAULT_MASTER
     with _lock:
         if _session is not None and _session_url == url:
             return _session

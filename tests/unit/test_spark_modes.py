@@ -61,7 +61,7 @@ def test_a_dead_supervisors_state_is_dropped(tmp_path):
 
 def test_auto_without_a_server_state_takes_no_lock_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path))
-    assert connect.ensure_server(start=False) is None
+    assert connect.running_server() is None
     assert list(tmp_path.rglob("*")) == []
 
 
