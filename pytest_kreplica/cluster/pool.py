@@ -99,10 +99,11 @@ class ClusterPool:
         self._clusters[spec] = cluster
         return cluster
 
-    def holds(self, spec: ClusterSpec) -> bool:
-        """Whether a started cluster of ``spec`` is in the pool (``acquire`` may have
-        evicted it to start another)."""
-        return spec in self._clusters
+    @property
+    def started(self) -> int:
+        """How many clusters the pool has started: unchanged across an ``acquire`` that
+        handed out a cluster an earlier case started (run.json ``cluster_reused``)."""
+        return self._started
 
     def _close(self, spec: ClusterSpec) -> None:
         cluster = self._clusters.pop(spec)

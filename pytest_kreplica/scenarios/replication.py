@@ -17,12 +17,11 @@ if TYPE_CHECKING:
 
 def run(case: Case, pool: ClusterPool, run_dir: Path, options: RunOptions) -> CaseResult:
     """Take a healthy cluster of the case's spec from ``pool`` and run the case on it."""
-    acquired, spec, replaced = time.monotonic(), cluster_spec(case), pool.replaced
-    held = pool.holds(spec)
-    cluster = pool.acquire(spec)
+    acquired, started = time.monotonic(), pool.started
+    cluster = pool.acquire(cluster_spec(case))
     # run.json's ``cluster_reused``: the case ran on a cluster an earlier case started (the
     # benchmarks' per-case overhead is measured on those)
-    reused = held and pool.replaced == replaced
+    reused = pool.started == started
     return run_case(case, cluster, run_dir, options.hooks, spark_master=options.spark_master,
                     replica_check=options.replica_check,
                     cluster_ready_s=time.monotonic() - acquired,

@@ -72,12 +72,17 @@ def test_another_spec_closes_the_previous_cluster(pool):
     assert pool.log[-1] == ("close", "cluster-2-process-b4-kdefault") and len(pool) == 0
 
 
-def test_holds_tells_whether_an_eviction_closed_a_spec(pool):
-    assert not pool.holds(THREE)
-    pool.acquire(THREE)
-    assert pool.holds(THREE)
-    pool.acquire(FOUR)  # max_alive=1: evicts THREE
-    assert pool.holds(FOUR) and not pool.holds(THREE)
+def test_started_counts_starts_not_reuse(pool):
+    assert pool.started == 0
+    first = pool.acquire(THREE)
+    assert pool.started == 1
+    assert pool.acquire(THREE) is first and pool.started == 1  # reused
+    first.healthy = False
+    pool.acquire(THREE)  # replaced: a start
+    assert pool.started == 2
+    pool.acquire(FOUR)  # max_alive=1: evicts THREE, starts FOUR
+    pool.acquire(THREE)  # evicted before: started again
+    assert pool.started == 4
 
 
 def test_failed_start_closes_and_raises(tmp_path):
