@@ -173,11 +173,12 @@ def main() -> int:
         for rep, fmt, (tag, root) in itertools.product(range(args.repeat), formats, variants):
             run_dir = str(root / fmt)
             fmt = tag + fmt  # the label's suffix: planted-jsonl, planted-parquet
-            check_cmd = [sys.executable, "-m", "pytest_kreplica.cli", "check", run_dir, "--json",
-                         "--spark-master", args.spark_master or "local[2]"]
+            with_master = [sys.executable, "-m", "pytest_kreplica.cli", "check", run_dir,
+                           "--json", "--spark-master"]
+            check_cmd = [*with_master, args.spark_master or "local[2]"]
             if args.spark_master and not warmed:  # auto starts no server: connect does
-                took, _, _ = run_measured(check_cmd[:-1] + [
-                    "connect" if args.spark_master == "auto" else args.spark_master], env)
+                warm_master = "connect" if args.spark_master == "auto" else args.spark_master
+                took, _, _ = run_measured([*with_master, warm_master], env)
                 warmed = True
                 print(f"  untimed first check (starts and warms {args.spark_master}): "
                       f"{took:.1f} s", flush=True)
