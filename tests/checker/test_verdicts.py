@@ -226,3 +226,12 @@ def test_segment_vanishing_under_verify_logs_is_exit_2(tmp_path, spark_session, 
     assert code == 2 and out == ""
     assert "the replica logs could not be read to the end: No such file" in err
     assert err.count("\n") == 1
+
+
+def test_unreadable_snapshot_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "replicas.json").write_text('{"nodes": {"1": "nowhere"}, "partitions": []}')
+    code = main(["verify-logs", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "nodes.1" in lines[0] and "replicas.json" in lines[0]
