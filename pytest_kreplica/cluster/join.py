@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..waits import wait_until
 from . import config as kconfig
-from . import ports as kports
 from . import probe
-from .base import Node, NodeState
+from .base import Node
 
 if TYPE_CHECKING:
     from .process import ProcessCluster
@@ -48,10 +47,7 @@ def add_broker(cluster: ProcessCluster, timeout: float = 60.0) -> int:
     if cluster.cluster_id is None:
         raise InputError("broker_join: the cluster has not been started")
     host = cluster.nodes[0].host
-    with cluster._lock:
-        node_id = max(n.node_id for n in cluster.nodes) + 1
-        port = kports.claim_ports(1, host)[0]
-        cluster._ports.append(port)
+    node_id, port = cluster.reserve_node()
     home = cluster.workdir / f"node-{node_id}"
     data = home / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -64,11 +60,7 @@ def add_broker(cluster: ProcessCluster, timeout: float = 60.0) -> int:
         f"version=1\ncluster.id={cluster.cluster_id}\nnode.id={node_id}\n"
         f"directory.id={kconfig.new_cluster_id()}\n")
     node = Node(node_id, host, port, 0, log_dir=data, log_file=home / "server.log")
-    with cluster._lock:
-        cluster._nodes.append(node)
-        cluster._states[node_id] = NodeState.STOPPED
-    cluster._launch(node)
-    cluster.wait_registered(node_id, timeout)
+    cluster.add_node(node, timeout)
     wait_until(lambda: probe.answers(host, port), timeout,
                f"joined broker {node_id} answering ApiVersions on {host}:{port}",
                lambda: "no complete reply yet", f"its log: {node.log_file}")

@@ -289,6 +289,22 @@ class ProcessCluster(AdminCluster):
             self._launch(node)
         self.wait_registered(node_id, timeout)
 
+    def reserve_node(self) -> tuple[int, int]:
+        """The next node id and a claimed loopback port for one more node (``join``); the
+        port is released with the cluster's others."""
+        with self._lock:
+            port = kports.claim_ports(1, HOST)[0]
+            self._ports.append(port)
+            return max(n.node_id for n in self._nodes) + 1, port
+
+    def add_node(self, node: Node, timeout: float = 60.0) -> None:
+        """Adopt ``node`` (its storage and server.properties already written) and start it
+        like the others, then wait until it is registered unfenced."""
+        with self._lock:
+            self._nodes.append(node)
+            self._states[node.node_id] = NodeState.STOPPED
+        self.start_node(node.node_id, timeout)
+
     # -- teardown ------------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> None:
         """SIGTERM every node at once (one after another hangs the last one: its controlled
