@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..cluster import join
 from . import moves, reassign
 from .failure import GONE_AT_RECOVERY, Failure
 
@@ -27,8 +28,6 @@ _PENDING: dict[tuple[int, int], dict[moves.Part, tuple[int, ...]]] = {}
 
 def strike(cluster: Cluster, node: int) -> str:
     """Start a new broker, move ``node``'s replicas onto it, wait until metadata lists it."""
-    from ..cluster import join  # ports and psutil: not at the registry's import
-
     before = moves.topic_states(cluster)
     new = join.add_broker(cluster, JOIN_TIMEOUT_S)  # type: ignore[arg-type]
     planned = reassign.plan_moves(before, node, [new])

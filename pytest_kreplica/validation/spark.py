@@ -10,22 +10,16 @@ pyspark is imported here, lazily, never at plugin import time.
 
 Start-up is most of a small check's time, so the driver JVM is tuned as shared/SPARK-NOTES.md
 measured: UI off, ParallelGC, a quiet log4j2 file (errors only), C1-only JIT for the plugin's
-sessions (``jit.py``), and an application class-data archive (AppCDS). The archive is made
-once, by the first session that finds none: that JVM runs with ``-XX:ArchiveClassesAtExit``
-and is asked to exit by itself in ``stop_spark()``; later sessions map it with
-``-XX:SharedArchiveFile``. It lives under ``$KREPLICA_CACHE/spark`` (default
-``~/.cache/kreplica/spark``), keyed by Java, Spark and option versions.
-Env ``KREPLICA_SPARK_CDS=0`` turns the archive off; ``KREPLICA_SPARK_DRIVER_MEMORY`` (default 2g)
-sizes the local driver.
+sessions (``jit.py``), and an application class-data archive (``driver_archive.py``: made
+by the first session that finds none, published when ``stop_spark()`` lets that JVM exit).
+``KREPLICA_SPARK_DRIVER_MEMORY`` (default 2g) sizes the local driver.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -34,16 +28,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import once
 from ..cache import cache_dir
 from ..errors import CheckError, InputError, KreplicaError
-from . import jit, reuse
+from . import driver_archive, jit, reuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 ENV_MASTER = "KREPLICA_SPARK_MASTER"
-ENV_CDS = "KREPLICA_SPARK_CDS"
 ENV_DRIVER_MEMORY = "KREPLICA_SPARK_DRIVER_MEMORY"
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"
@@ -54,7 +46,7 @@ MASTER_FORMS = "local, local[N], local[*], spark://host:port, connect, auto or s
 _lock = threading.Lock()
 _session: SparkSession | None = None
 _session_url: str | None = None  # the master (or sc:// URL) _session was made for
-_archive_pending: tuple[Path, Path, contextlib.ExitStack] | None = None  # dump, archive, lock
+_archive_making: driver_archive.Making | None = None  # this driver JVM dumps the archive
 
 
 def log4j_config() -> Path:
@@ -157,34 +149,6 @@ def conf_set(spark: SparkSession, settings: dict[str, str]):
                 spark.conf.set(k, v)
 
 
-def _java_version() -> str:
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
-    try:
-        out = subprocess.run(
-            [str(java), "-XshowSettings:properties", "-version"],
-            capture_output=True, text=True, timeout=30, check=False,
-        ).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    for line in out.splitlines():
-        if "java.runtime.version" in line:
-            return line.split("=", 1)[1].strip()
-    return ""
-
-
-def _archive_path(base_options: str) -> Path | None:
-    """The AppCDS archive for this Java + Spark + option set, or None when turned off."""
-    if os.environ.get(ENV_CDS, "1") == "0":
-        return None
-    import pyspark
-
-    java = _java_version()
-    if not java:
-        return None
-    key = hashlib.sha256(f"{java}|{pyspark.__version__}|{base_options}".encode()).hexdigest()
-    return cache_dir() / "spark" / f"spark-{pyspark.__version__}-java{java}-{key[:12]}.jsa"
-
-
 def _base_options() -> str:
     return f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{log4j_config()}"
 
@@ -192,54 +156,17 @@ def _base_options() -> str:
 def class_data_archive() -> Path | None:
     """Where the local driver's class-data archive for this Java and Spark lives (it may not
     exist yet); None when turned off or the master is not local."""
-    return _archive_path(_base_options()) if resolve_master().startswith("local") else None
+    if not resolve_master().startswith("local"):
+        return None
+    return driver_archive.archive_path(_base_options())
 
 
 def _driver_java_options(local: bool) -> str:
-    global _archive_pending
-    base = _base_options()
-    archive = _archive_path(base) if local else None
-    if archive is None:
-        return base
-    # -Xlog:cds off: a stale or mismatched archive must not print to the user's terminal
-    quiet = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
-    if archive.is_file():
-        return f"{base} {quiet} -XX:SharedArchiveFile={archive}"
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    claim = _claim_archive(archive)
-    if claim is None:  # another process is making it: run without, do not wait
-        return base
-    _prune_dead_dumps(archive.parent)
-    dump = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
-    _archive_pending = (dump, archive, claim)
-    return f"{base} {quiet} -XX:ArchiveClassesAtExit={dump}"
-
-
-def _claim_archive(archive: Path) -> contextlib.ExitStack | None:
-    """The archive's machine-wide lock (``once``), held until ``stop_spark`` publishes it;
-    None when another process holds it."""
-
-    stack = contextlib.ExitStack()
-    if stack.enter_context(once.held(archive.with_name(archive.name + ".lock"),
-                                     "making Spark's class-data archive", blocking=False)):
-        once.say("kreplica: making Spark's class-data archive (once, written when this "
-                 "Spark session stops)")
-        return stack
-    stack.close()
-    return None
-
-
-def _prune_dead_dumps(directory: Path) -> None:
-    """Half-written archives of killed processes (``.<archive>.<pid>.tmp``, ~170 MB each)."""
-    for dump in directory.glob(".spark-*.jsa.*.tmp"):
-        try:
-            pid = int(dump.name.rsplit(".", 2)[-2])
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            with contextlib.suppress(OSError):
-                dump.unlink()
-        except (ValueError, PermissionError):
-            continue
+    global _archive_making
+    if not local:
+        return _base_options()
+    options, _archive_making = driver_archive.java_options(_base_options())
+    return options
 
 
 def spark_log() -> Path:
@@ -336,7 +263,7 @@ def stop_spark() -> None:
 
 
 def _stop_locked() -> None:
-    global _session, _session_url, _archive_pending
+    global _session, _session_url, _archive_making
     if _session is None:
         return
     session, _session = _session, None
@@ -349,35 +276,9 @@ def _stop_locked() -> None:
         with contextlib.suppress(Exception):
             release(paths())
         return
-    pending, _archive_pending = _archive_pending, None
-    if pending is not None:
-        dump, archive, claim = pending
-        with claim:
-            _finish_archive(dump, archive)
-
-
-def _finish_archive(dump: Path, archive: Path) -> None:
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
-    if gateway is None or proc is None:
-        return
-    with contextlib.suppress(Exception):  # the connection drops as the JVM exits
-        gateway.jvm.java.lang.System.exit(0)
-    try:
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=30)
-    with contextlib.suppress(Exception):
-        gateway.shutdown()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    if proc.returncode == 0 and dump.is_file() and dump.stat().st_size > 0:
-        os.replace(dump, archive)  # atomic: a concurrent maker's archive is equivalent
-    else:
-        dump.unlink(missing_ok=True)
+    making, _archive_making = _archive_making, None
+    if making is not None:
+        driver_archive.finish(making)
 
 
 @atexit.register

@@ -55,7 +55,7 @@ def test_stopping_the_session_forgets_what_was_built_in_it(monkeypatch):
     session = _Session()
     monkeypatch.setattr(spark, "_session", session)
     monkeypatch.setattr(spark, "_session_url", "local[2]")
-    monkeypatch.setattr(spark, "_archive_pending", None)
+    monkeypatch.setattr(spark, "_archive_making", None)
     spark.stop_spark()
     assert session.stopped
     assert columns() == [2] and before == [1]  # built again for the next session

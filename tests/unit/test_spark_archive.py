@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from pytest_kreplica.validation.spark import _prune_dead_dumps
+from pytest_kreplica.validation.driver_archive import prune_dead_dumps
 
 
 def test_dead_owners_dump_is_removed_live_owners_kept(tmp_path):
@@ -17,6 +17,6 @@ def test_dead_owners_dump_is_removed_live_owners_kept(tmp_path):
     archive = tmp_path / name
     for path in (dead, live, archive):
         path.write_bytes(b"x")
-    _prune_dead_dumps(tmp_path)
+    prune_dead_dumps(tmp_path)
     assert not dead.exists()
     assert live.exists() and archive.exists()
