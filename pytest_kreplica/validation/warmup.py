@@ -30,6 +30,12 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
+def _process_ending() -> bool:
+    """The main thread is done: the interpreter's exit is stopping the session and deleting
+    the snapshot's folder under the warm-up (its ``atexit`` hooks and finalizers)."""
+    return not threading.main_thread().is_alive()
+
+
 def start(spark_master: str | None = None, verify: bool = True) -> threading.Thread:
     """Start the warm-up in a daemon thread, once per process (later calls return it).
     ``verify``: also verify the tiny snapshot. Without replica checks, the only Spark work of
@@ -53,6 +59,9 @@ def _start(spark_master: str | None, verify: bool) -> None:
                 write_tiny_snapshot(Path(work))
                 verify_logs(Path(work), spark_master=spark_master)
     except Exception as exc:  # the cases' own validation reports what is wrong
+        if _process_ending():  # a run that ended first: nothing is wrong, nothing waits
+            log.debug("warm-up stopped by the process's exit: %s", exc)
+            return
         log.warning("warming Spark up in the background failed after %.1f s: %s",
                     time.monotonic() - started, exc)
     else:
