@@ -45,7 +45,7 @@ def test_a_warm_up_cut_short_by_the_exit_is_not_reported(tmp_path):
     assert "warming Spark up in the background failed" not in done.stderr, done.stderr[-2000:]
 
 
-def test_without_the_exit_flag_the_same_exit_is_reported(tmp_path):
+def test_the_same_exit_is_reported_when_not_taken_for_one(tmp_path):
     """The same child with the exit test taken out: proves the scenario above really
     stops the session under a running warm-up (the first test cannot pass vacuously)."""
     done = run_child(tmp_path, "unfixed")
