@@ -26,6 +26,7 @@ from ..faults import Component
 from ..history import now_ns
 from ..validation.replicas.batches import CONTROL_MASK, SegmentScanner
 from ..waits import wait_for
+from .clients import close_producer
 from .runner import (
     CaseContext,
     CaseHooks,
@@ -175,7 +176,8 @@ def probe(topics: list[str], bootstrap: str, writer: RunWriter | ClusterWriter) 
                         now_ns(), None)
             acked.add(message_id)
     finally:
-        producer.close(timeout=10)
+        if trouble := close_producer(producer, 10.0):
+            log.warning("mirror probe: %s", trouble)
     return acked
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..history import RunWriter, now_ns
 from ..matrix import Case
+from .clients import close_producer
 
 PRODUCER_PROCESS = 0
 CONSUMER_PROCESS = 1
@@ -187,13 +188,12 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
             writer.send(process, topic, partition, message_id, None, "info", invoke, now_ns(),
                         "not completed when the producer stopped")
             stats.count("info", message_id)
-        producer.close(timeout=10)
-        writer.event("stop", process=process, detail="producer closed")
+        trouble = close_producer(producer, 10.0)
+        writer.event("stop", process=process, detail=trouble or "producer closed")
     return stats
 
 
-def _await_completion(producer: Any, pending: dict, lock: threading.Lock,
-                      timeout: float) -> None:
+def _await_completion(producer: Any, pending: dict, lock: threading.Lock, timeout: float) -> None:
     """Flush, then wait (bounded) until every callback has fired. kafka-python 3.0.12's
     ``flush`` can raise ``UnknownError('Future not done')`` while a batch completes (its
     latch is set before ``is_done``), so the callbacks themselves are the measure."""
