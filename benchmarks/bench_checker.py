@@ -13,6 +13,8 @@ resident memory of each process tree (JVM included). A script, not a timed test:
         --formats parquet --no-baseline --driver-memory 4g
     python benchmarks/bench_checker.py --sizes 1000000 --planted --formats parquet \
         --spark-master connect
+    python benchmarks/bench_checker.py --sizes 2000000 --partitions 1 --formats parquet \
+        --no-baseline --warm
 
 With ``--spark-master connect`` each timed `kreplica check` runs against the machine's shared
 Spark Connect server, as a one-off check does when a validation engine already runs: one
@@ -54,7 +56,8 @@ sys.path.insert(0, str(ROOT))
 from pytest_kreplica.validation.checker.anomalies import ANOMALIES  # noqa: E402  (light: no Spark import)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_history import (  # noqa: E402  (beside this script)
+import synthetic_history  # noqa: E402  (beside this script)
+from synthetic_history import (  # noqa: E402
     PLANTED,
     generate,
     generate_parquet,
@@ -131,6 +134,10 @@ def main() -> int:
     parser.add_argument("--planted-only", action="store_true",
                         help="time only the planted copy (a 100M history's clean run is the "
                              "same work and doubles the hour)")
+    parser.add_argument("--partitions", type=int, default=synthetic_history.PARTITIONS,
+                        help="topic-partitions of the generated histories (default "
+                             f"{synthetic_history.PARTITIONS}; 1 is a single-partition case's "
+                             "history, whose windows have one key)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
     parser.add_argument("--driver-memory", default="2g",
                         help="spark.driver.memory of the local Spark checker (default 2g)")
@@ -141,6 +148,10 @@ def main() -> int:
                              "server, started and warmed by one untimed check first)")
     args = parser.parse_args()
     args.planted = args.planted or args.planted_only
+    if args.partitions < 1:
+        parser.error(f"--partitions must be at least 1, not {args.partitions}")
+    # the generators read the module's PARTITIONS when they run
+    default_partitions, synthetic_history.PARTITIONS = synthetic_history.PARTITIONS, args.partitions
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env = dict(os.environ)
     env["KREPLICA_SPARK_DRIVER_MEMORY"] = args.driver_memory
@@ -149,7 +160,8 @@ def main() -> int:
         env.setdefault("KREPLICA_SPARK_IDLE_S", "180")  # outlive a 1M baseline run between
     results, warmed = [], False
     for n in (int(s) for s in args.sizes.split(",")):
-        base = Path(args.out) / f"history-{n}"
+        base = Path(args.out) / (f"history-{n}" if args.partitions == default_partitions
+                                 else f"history-{n}-p{args.partitions}")
         formats = args.formats.split(",")
         for fmt, make in (("jsonl", generate), ("parquet", generate_parquet)):
             if fmt in formats and not (base / fmt / "polls.parquet").exists() \
@@ -220,7 +232,7 @@ def main() -> int:
         for label, elapsed in capped.items():
             results.append((n, label, f"out of memory: > {args.baseline_cap_gib:g} GiB after "
                             f"{elapsed:.0f} s", 1, peaks[label], ""))
-    print(f"\nSpark driver memory {args.driver_memory}"
+    print(f"\nSpark driver memory {args.driver_memory}, {args.partitions} topic-partitions"
           + (f", master {args.spark_master}" if args.spark_master else ""))
     print("| N sends + N polls | checker | median s | runs | peak MiB | vs python |")
     print("| --- | --- | --- | --- | --- | --- |")
