@@ -22,6 +22,5 @@ def close_producer(producer: Any, timeout: float) -> str | None:
     try:
         producer.close(timeout=timeout)
     except KafkaError as exc:
-        return (f"producer close gave up after {timeout:.0f} s: {type(exc).__name__}: {exc} "
-                "(records still pending were recorded as indeterminate)")
+        return f"producer close gave up after {timeout:.0f} s: {type(exc).__name__}: {exc}"
     return None
