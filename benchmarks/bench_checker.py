@@ -14,7 +14,7 @@ resident memory of each process tree (JVM included). A script, not a timed test:
     python benchmarks/bench_checker.py --sizes 1000000 --planted --formats parquet \
         --spark-master connect
     python benchmarks/bench_checker.py --sizes 2000000 --partitions 1 --formats parquet \
-        --no-baseline --warm
+        --no-baseline --planted
 
 With ``--spark-master connect`` each timed `kreplica check` runs against the machine's shared
 Spark Connect server, as a one-off check does when a validation engine already runs: one
@@ -150,8 +150,8 @@ def main() -> int:
     args.planted = args.planted or args.planted_only
     if args.partitions < 1:
         parser.error(f"--partitions must be at least 1, not {args.partitions}")
-    # the generators read the module's PARTITIONS when they run
-    default_partitions, synthetic_history.PARTITIONS = synthetic_history.PARTITIONS, args.partitions
+    same_partitions = args.partitions == parser.get_default("partitions")
+    synthetic_history.PARTITIONS = args.partitions  # the generators read it when they run
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env = dict(os.environ)
     env["KREPLICA_SPARK_DRIVER_MEMORY"] = args.driver_memory
@@ -160,7 +160,7 @@ def main() -> int:
         env.setdefault("KREPLICA_SPARK_IDLE_S", "180")  # outlive a 1M baseline run between
     results, warmed = [], False
     for n in (int(s) for s in args.sizes.split(",")):
-        base = Path(args.out) / (f"history-{n}" if args.partitions == default_partitions
+        base = Path(args.out) / (f"history-{n}" if same_partitions
                                  else f"history-{n}-p{args.partitions}")
         formats = args.formats.split(",")
         for fmt, make in (("jsonl", generate), ("parquet", generate_parquet)):
