@@ -59,8 +59,12 @@ def test_planted_k_found_exactly_baseline(gen, kind, k, data):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_planted_k_found_exactly_spark(kind, spark_session):
-    from pytest_kreplica.validation.checker import check
+def test_planted_k_found_exactly_spark(kind, spark_session, monkeypatch):
+    """In one task (a small history's plan) and as a large history's plan with window-1
+    buckets of two offsets, so that every rule that reaches across offsets does so across
+    buckets (``windows.by_offset``)."""
+    import pytest_kreplica.validation.spark as engine
+    from pytest_kreplica.validation.checker import check, windows
 
     @SPARK
     @given(gen=clean_histories(), k=st.integers(1, 3), data=st.data())
@@ -69,7 +73,12 @@ def test_planted_k_found_exactly_spark(kind, spark_session):
         assume(expected is not None)
         with written(gen) as run_dir:
             verdict, reference = check(run_dir), check_baseline(run_dir)
+            with monkeypatch.context() as m:
+                m.setattr(engine, "SMALL_INPUT_BYTES", 0)
+                m.setattr(windows, "BUCKET_BITS", 1)
+                bucketed = check(run_dir)
         assert nonzero(verdict) == expected, verdict.summary()
         assert verdict.counts == reference.counts
+        assert bucketed.counts == reference.counts, bucketed.summary()
 
     run()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import pytest_kreplica.validation.spark as engine
-from pytest_kreplica.validation.checker import check, rules, tables
+from pytest_kreplica.validation.checker import check, rules, tables, windows
 from tests.checker import test_planted as planted
 from tests.checker.test_txn_planted import Txn, copied_twice, write_cycle
 
@@ -20,9 +20,13 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "histories"
 
 
 def _both_ways(run_dir, monkeypatch):
+    """The verdict in one task, and as a large history's, in window-1 buckets of two offsets
+    rather than 65,536 (the same code, more buckets): poll skips, lost records and
+    inconsistent offsets are then judged across buckets (``windows.by_offset``)."""
     small = check(run_dir).to_dict()
     with monkeypatch.context() as m:
         m.setattr(engine, "SMALL_INPUT_BYTES", 0)  # as if the history were large
+        m.setattr(windows, "BUCKET_BITS", 1)
         large = check(run_dir).to_dict()
     return small, large
 

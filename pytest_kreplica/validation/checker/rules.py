@@ -1,7 +1,8 @@
 """The anomaly rules of shared/HISTORY.md as one linear Spark plan.
 
-sends ∪ polls ──► window 1, by topic-partition ordered by offset: rank among known offsets,
-                  ids per offset (inconsistent_offsets), highest polled offset (lost/unseen)
+sends ∪ polls ──► window 1, by (topic-partition, offset bucket) ordered by offset: the
+                  largest known offset below (poll skips), ids per offset
+                  (inconsistent_offsets), highest polled offset (lost/unseen) (windows.py)
             ──► window 2, by (process, topic-partition) in poll / invoke order: consecutive
                   pairs (nonmonotonic_polls, poll_skips, nonmonotonic_sends); candidate pairs
                   look up the process's assign / rebalance times (a broadcast, tiny)
@@ -24,22 +25,20 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 from ..reuse import per_session
 from .codes import ID2_SEED, code, code_of
 from .exempt import exempt
+from .windows import POLL, SEND, SEND_STREAM, by_offset, by_order
 
-SEND, POLL = 0, 1
-POLL_STREAM, SEND_STREAM = 1, 2  # window 2's streams: a process's polls, its acked sends
 # a row's number in its table, taken once, in the read itself (``tables.read_spark(row=ROW)``;
 # ``build`` and the transactional path expect numbered tables): a number taken after a join
 # or a shuffle may differ between the counting query and the later read of the rows an
 # example shows, so the transactional path numbers its inputs before its joins
 ROW = "_row"
-TP = ("cluster", "topic", "partition")
 
 
 @dataclass
@@ -109,10 +108,8 @@ def build(
     if one_task:  # one partition: the windows and aggregations need no exchange
         u = u.coalesce(1)
     union = u
-    u = _as_longs(u)
-    window_1, found_1, scratch_1 = _window_1()
-    u = u.select("*", *window_1).withColumns(found_1).drop(*scratch_1)
-    window_2, candidates = _window_2()
+    u = by_offset(_as_longs(u), one_task)
+    window_2, candidates = by_order()
     u = u.select("*", *window_2).withColumns(candidates)
     u = u.select("*", *_pair_flags(exempt(exempting, assignments)))
     per_id = _per_id(u, mirrored, one_task)
@@ -131,69 +128,6 @@ def _position_columns() -> list[Column]:
 def _positioned() -> Column:
     """The union's rows that ``Frames.positions`` keeps."""
     return F.col("known") | F.col("ok") | (F.col("good") & (F.col("src") == POLL))
-
-
-@per_session
-def _window_1() -> tuple[list[Column], dict[str, Column], list[str]]:
-    """Window 1's columns, what the rest takes from them, and the scratch columns dropped.
-
-    Topic-partition by offset (nulls, i.e. unknown positions, first). Every function shares
-    one partitioning and order (only frames differ), so Spark runs them in one Window
-    operator: one sort and one pass over each partition's buffered rows."""
-    korder = F.when(F.col("known"), F.col("offset"))
-    w1 = Window.partitionBy(*TP).orderBy(korder)
-    at_offset = w1.rangeBetween(0, 0)  # the rows at the same offset
-    whole_tp = w1.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    columns = [
-        F.dense_rank().over(w1).alias("kr"),
-        (F.row_number().over(w1) == F.rank().over(w1)).alias("first_at_offset"),
-        F.min(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_lo"),
-        F.max(F.when(F.col("known"), F.col("id"))).over(at_offset).alias("id_hi"),
-        F.min(F.when(F.col("known"), F.col("id2"))).over(at_offset).alias("id2_lo"),
-        F.max(F.when(F.col("known"), F.col("id2"))).over(at_offset).alias("id2_hi"),
-        F.min_by(F.when(F.col("known"), F.col("seq")), F.when(F.col("known"), F.col("id")))
-        .over(at_offset).alias("seq_lo"),
-        F.max_by(F.when(F.col("known"), F.col("seq")), F.when(F.col("known"), F.col("id")))
-        .over(at_offset).alias("seq_hi"),
-        F.max(F.when(F.col("good") & (F.col("src") == POLL), F.col("offset")))
-        .over(whole_tp).alias("max_polled"),
-    ]
-    inconsistent = F.col("known") & F.col("first_at_offset") & (
-        (F.col("id_lo") != F.col("id_hi")) | (F.col("id2_lo") != F.col("id2_hi")))
-    # what window 1 found, as the few columns the rest needs: window 2 sorts and copies every
-    # column its rows carry (warm 1M, alternating in one session: -7 %)
-    found = {
-        "inconsistent_offset": inconsistent,
-        "seq_lo": F.when(inconsistent, F.col("seq_lo")),
-        "seq_hi": F.when(inconsistent, F.col("seq_hi")),
-        # an acknowledged row below the partition's highest polled offset
-        "passed_here": F.col("ok") & (F.col("max_polled") > F.col("offset")),
-        # window 2's streams: a process's polls, its acknowledged sends
-        "stream": (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
-                   .when(F.col("ok") & F.col("offset").isNotNull(), F.lit(SEND_STREAM))),
-    }
-    return columns, found, ["first_at_offset", "id_lo", "id_hi", "id2_lo", "id2_hi",
-                            "max_polled"]
-
-
-@per_session
-def _window_2() -> tuple[list[Column], dict[str, Column]]:
-    """Window 2's columns (consecutive pairs per stream, the process's polls or acked sends,
-    and topic-partition) and the pair rules' candidates drawn from them."""
-    w2 = Window.partitionBy("stream", "process", *TP).orderBy("o1", "o2")
-    columns = [
-        F.lag("offset").over(w2).alias("prev_offset"),
-        F.lag("kr").over(w2).alias("prev_kr"),
-        F.lag("t").over(w2).alias("prev_t"),
-        F.lag("seq").over(w2).alias("prev_seq"),
-    ]
-    is_poll = F.col("stream") == POLL_STREAM
-    has_prev = F.col("prev_offset").isNotNull()
-    return columns, {
-        "np_cand": is_poll & has_prev & (F.col("offset") <= F.col("prev_offset")),
-        "skip_cand": (is_poll & has_prev & (F.col("offset") > F.col("prev_offset"))
-                      & (F.col("kr") - F.col("prev_kr") > 1)),
-    }
 
 
 def _pair_flags(exempt: Column | None) -> list[Column]:
