@@ -73,9 +73,8 @@ def _window_1(one_task: bool) -> tuple[list[Column], list[str]]:
     """Window 1's columns and the scratch columns dropped after ``_found``.
 
     Every function shares one partitioning and order (only frames differ), so Spark runs
-    them in one Window operator: one sort and one pass over each bucket's rows. No frame
-    spans a whole bucket (but in one task, where ``max_polled`` does): the running max and
-    the same-offset frame need no buffer of the bucket."""
+    them in one Window operator: one sort and one pass over each bucket's buffered rows (a
+    bucket, not a whole partition, is what the operator buffers and spills)."""
     korder = _known_offset()
     w1 = Window.partitionBy(*TP, "ob").orderBy(korder)
     at_offset = w1.rangeBetween(0, 0)  # the rows at the same offset
