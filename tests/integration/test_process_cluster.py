@@ -142,6 +142,33 @@ def test_pause_fences_node_and_resume_heals(cluster, topic):
     assert follower in cluster.isr(topic, 0)
 
 
+def test_a_close_stuck_on_a_paused_leader_still_stops_the_producer(cluster, topic):
+    """kafka-python's close flushes first and raises when the flush times out, leaving the
+    sender thread retrying (later against ports another cluster may reuse) and the producer
+    to fail again when collected. ``close_producer`` reports the timeout, forces the sender,
+    and closes again: the pending send fails and the thread is gone."""
+    from kafka import KafkaProducer
+
+    from pytest_kreplica.scenarios.clients import close_producer
+
+    client_id = f"kreplica-close-{os.getpid()}"
+    producer = KafkaProducer(bootstrap_servers=cluster.live_bootstrap_servers(), acks="all",
+                             client_id=client_id, request_timeout_ms=20000)
+    producer.send(topic, b"first", partition=0).get(timeout=30)  # its metadata is known
+    leader = cluster.leader(topic, 0)
+    cluster.pause(leader)
+    try:
+        pending = producer.send(topic, b"pending", partition=0)
+        trouble = close_producer(producer, 1.0)
+    finally:
+        cluster.resume(leader)
+    assert trouble is not None and "gave up after 1 s: KafkaTimeoutError" in trouble, trouble
+    assert trouble.endswith("pending records dropped and the sender stopped"), trouble
+    assert pending.is_done and pending.failed(), pending
+    threads = [t.name for t in threading.enumerate() if t.name.startswith(client_id)]
+    assert threads == [], f"the producer's sender outlived close_producer: {threads}"
+
+
 def test_health_gate_reports_what_it_saw(cluster, topic):
     victim = cluster.leader(topic, 0)
     cluster.kill(victim)
