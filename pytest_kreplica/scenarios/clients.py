@@ -13,7 +13,10 @@ later closed it again, raising once more (``PytestUnraisableExceptionWarning`` i
 sender is then stopped without sending what is pending (kafka-python's ``Sender.force_close``,
 "closes the sender without sending out any pending messages": the only way it offers, on an
 attribute it does not document, hence the check that it is there), which fails the pending
-batches, and the producer is closed again; its flush has nothing left to wait for.
+batches, and the producer is closed again; its flush has nothing left to wait for. The
+failed batches' callbacks record nothing: the workload wrote the pending records off as
+``info`` before the close (its ``complete`` ignores a record no longer pending), and the
+other callers wait for each send themselves.
 """
 
 from __future__ import annotations
