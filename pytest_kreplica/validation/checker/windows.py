@@ -37,6 +37,7 @@ POLL_STREAM, SEND_STREAM = 1, 2  # window 2's streams: a process's polls, its ac
 TP = ("cluster", "topic", "partition")
 BUCKET_BITS = 16  # window 1's offset buckets: 65,536 offsets each
 UNKNOWN_BUCKETS = 64  # how many buckets the rows at no known offset are spread over
+W1_KEY = (*TP, "ob")  # window 1's key: topic-partition and offset bucket
 _BOUND = ("lower_known", "tp_polled")  # what ``_offset_bounds`` adds to a row
 
 
@@ -53,9 +54,13 @@ def by_offset(u: DataFrame, one_task: bool) -> DataFrame:
     return u.withColumns(_found(one_task)).drop(*scratch)
 
 
-@per_session
-def _known_offset() -> Column:
-    return F.when(F.col("known"), F.col("offset"))
+def _known(name: str) -> Column:
+    """``name``'s value on a row at a known offset (null elsewhere): what window 1 compares."""
+    return F.when(F.col("known"), F.col(name))
+
+
+def _good_poll() -> Column:
+    return F.col("good") & (F.col("src") == POLL)
 
 
 @per_session
@@ -65,7 +70,7 @@ def _bucket(one_task: bool, bits: int) -> Column:
     if one_task:
         return F.lit(0).cast(LongType())
     spread = -1 - F.col("seq") % UNKNOWN_BUCKETS
-    return F.coalesce(F.shiftright(_known_offset(), bits), spread)
+    return F.coalesce(F.shiftright(_known("offset"), bits), spread)
 
 
 @per_session
@@ -75,21 +80,19 @@ def _window_1(one_task: bool) -> tuple[list[Column], list[str]]:
     Every function shares one partitioning and order (only frames differ), so Spark runs
     them in one Window operator: one sort and one pass over each bucket's buffered rows (a
     bucket, not a whole partition, is what the operator buffers and spills)."""
-    korder = _known_offset()
-    w1 = Window.partitionBy(*TP, "ob").orderBy(korder)
+    korder = _known("offset")
+    w1 = Window.partitionBy(*W1_KEY).orderBy(korder)
     at_offset = w1.rangeBetween(0, 0)  # the rows at the same offset
-    known_id = F.when(F.col("known"), F.col("id"))
+    known_id = _known("id")
     columns = [
         F.max(korder).over(w1.rangeBetween(Window.unboundedPreceding, -1)).alias("pred_in"),
         (F.row_number().over(w1) == F.rank().over(w1)).alias("first_at_offset"),
         F.min(known_id).over(at_offset).alias("id_lo"),
         F.max(known_id).over(at_offset).alias("id_hi"),
-        F.min(F.when(F.col("known"), F.col("id2"))).over(at_offset).alias("id2_lo"),
-        F.max(F.when(F.col("known"), F.col("id2"))).over(at_offset).alias("id2_hi"),
-        F.min_by(F.when(F.col("known"), F.col("seq")), known_id)
-        .over(at_offset).alias("seq_lo"),
-        F.max_by(F.when(F.col("known"), F.col("seq")), known_id)
-        .over(at_offset).alias("seq_hi"),
+        F.min(_known("id2")).over(at_offset).alias("id2_lo"),
+        F.max(_known("id2")).over(at_offset).alias("id2_hi"),
+        F.min_by(_known("seq"), known_id).over(at_offset).alias("seq_lo"),
+        F.max_by(_known("seq"), known_id).over(at_offset).alias("seq_hi"),
     ]
     scratch = ["ob", "pred_in", "first_at_offset", "id_lo", "id_hi", "id2_lo", "id2_hi"]
     if one_task:  # the bucket is the whole partition
@@ -101,16 +104,15 @@ def _window_1(one_task: bool) -> tuple[list[Column], list[str]]:
     return columns, scratch
 
 
-@per_session
 def _polled_offset() -> Column:
-    return F.when(F.col("good") & (F.col("src") == POLL), F.col("offset"))
+    return F.when(_good_poll(), F.col("offset"))
 
 
 def _offset_bounds(u: DataFrame) -> DataFrame:
     """Per (topic-partition, bucket) of known offsets: the largest known offset of the lower
     buckets and the partition's highest polled offset (a row per non-empty bucket: about
     one per 65,536 records)."""
-    per_bucket = u.where(F.col("known")).groupBy(*TP, "ob").agg(*_bucket_aggregates())
+    per_bucket = u.where(F.col("known")).groupBy(*W1_KEY).agg(*_bucket_aggregates())
     return per_bucket.select(*_bound_columns())
 
 
@@ -124,20 +126,21 @@ def _bound_columns() -> list[Column]:
     w = Window.partitionBy(*TP).orderBy("ob")
     lower = w.rowsBetween(Window.unboundedPreceding, -1)
     whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    return [*(F.col(n).alias(f"b_{n}") for n in (*TP, "ob")),
-            F.max("b_known").over(lower).alias("lower_known"),
-            F.max("b_polled").over(whole).alias("tp_polled")]
+    lower_known, tp_polled = _BOUND
+    return [*(F.col(n).alias(f"b_{n}") for n in W1_KEY),
+            F.max("b_known").over(lower).alias(lower_known),
+            F.max("b_polled").over(whole).alias(tp_polled)]
 
 
 @per_session
 def _bound_names() -> list[str]:
-    return [f"b_{n}" for n in (*TP, "ob")]
+    return [f"b_{n}" for n in W1_KEY]
 
 
 @per_session
 def _bound_key() -> Column:
     key = F.lit(True)
-    for n in (*TP, "ob"):
+    for n in W1_KEY:
         key = key & F.col(n).eqNullSafe(F.col(f"b_{n}"))
     return key
 
@@ -156,7 +159,7 @@ def _found(one_task: bool) -> dict[str, Column]:
         "pred": F.when(F.col("known"), pred),
         # an acknowledged row below the partition's highest polled offset
         "passed_here": F.col("ok") & (F.col("tp_polled") > F.col("offset")),
-        "stream": (F.when(F.col("good") & (F.col("src") == POLL), F.lit(POLL_STREAM))
+        "stream": (F.when(_good_poll(), F.lit(POLL_STREAM))
                    .when(F.col("ok") & F.col("offset").isNotNull(), F.lit(SEND_STREAM))),
     }
 
