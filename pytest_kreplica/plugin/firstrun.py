@@ -27,6 +27,7 @@ import pytest
 from .. import once
 from ..cluster import distribution, docker_image, faketime, prepared
 from ..cluster.base import CLOCK_FAILURES, LINK_FAILURES
+from ..cluster.launcher import Launcher
 from ..errors import KreplicaError
 from ..validation import spark
 
@@ -122,10 +123,10 @@ def _start_spark_archive() -> tuple[subprocess.Popen, float, Path] | None:
     work = Path(tempfile.mkdtemp(prefix="kreplica-spark-warmup-"))
     _tiny_history(work)
     once.say(f"kreplica: {SPARK_STEP}…")
-    with open(work / "check.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "pytest_kreplica.cli", "check",
-                                 str(work)], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+    with open(work / "check.log", "wb") as log:  # SIGKILLed when this run dies, even killed
+        proc = Launcher.get().popen([sys.executable, "-m", "pytest_kreplica.cli", "check",
+                                     str(work)], stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
     return proc, time.monotonic(), work
 
 
@@ -140,8 +141,9 @@ def _finish_spark_archive(proc: subprocess.Popen, started: float, work: Path) ->
     if code == 0 and archive is not None and archive.exists():
         once.say(f"kreplica: {SPARK_STEP}… {took:.0f} s")
         shutil.rmtree(work, ignore_errors=True)
-    else:
-        once.say(f"kreplica: {SPARK_STEP} failed after {took:.0f} s (exit {code}, log "
+    else:  # a check that passed without dumping: another run held the archive's lock
+        why = f"exit {code}" if code else "the check passed but left no archive"
+        once.say(f"kreplica: {SPARK_STEP} failed after {took:.0f} s ({why}, log "
                  f"{work / 'check.log'}); the first Spark session of the run makes it")
 
 

@@ -7,6 +7,7 @@ with no warm repository it downloads from Maven Central."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -79,3 +80,44 @@ def test_spark_archive_made_alongside_on_an_empty_cache(tmp_path, monkeypatch):
     assert archive is not None and archive.stat().st_size > 0
     assert lines[0] == f"kreplica: {firstrun.SPARK_STEP}…"
     assert lines[1].startswith(f"kreplica: {firstrun.SPARK_STEP}… ") and lines[1].endswith(" s")
+
+
+KILLED_WHILE_ARCHIVING = """
+import os, sys, time
+os.environ["KREPLICA_CACHE"] = sys.argv[1]
+os.environ["TMPDIR"] = sys.argv[2]  # the check's work directory, removed with the test's
+for name in ("KREPLICA_SPARK_MASTER", "KREPLICA_SPARK_CDS"):
+    os.environ.pop(name, None)
+from pytest_kreplica.plugin import firstrun
+proc, _, _ = firstrun._start_spark_archive()
+print(proc.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_killed_run_takes_its_archive_check_and_its_jvm_with_it(tmp_path):
+    """The archive's ``kreplica check`` runs for a minute or more; a run SIGKILLed meanwhile
+    takes it down at once, and its Spark JVM with it (before, the check ran on, orphaned)."""
+    import psutil
+
+    from pytest_kreplica.waits import wait_until
+    from tests.killed import child_session, gone
+
+    def jvm_of(pid: int) -> int | None:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for child in psutil.Process(pid).children(recursive=True):
+                if child.name() == "java":
+                    return child.pid
+        return None
+
+    script = KILLED_WHILE_ARCHIVING.replace("sys.argv[1]", repr(str(tmp_path / "cache")))
+    script = script.replace("sys.argv[2]", repr(str(tmp_path)))
+    with child_session(script) as (pid, sigkill):
+        found: list[int] = []
+        wait_until(lambda: found.append(jvm_of(pid)) or found[-1], 120,
+                   "the archive check's Spark JVM to start",
+                   lambda: f"pid {pid}: {gone(pid) or 'running'}, no java child")
+        jvm = found[-1]
+        sigkill(15, "the archive's kreplica check")
+        wait_until(lambda: gone(jvm) is None, 15, "its Spark JVM gone after the SIGKILL",
+                   lambda: gone(jvm) or "")
