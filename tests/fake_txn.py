@@ -49,3 +49,12 @@ class FakeProducer:
 
     def abort_transaction(self):
         self._step("abort")
+
+    def close(self, timeout=None):
+        """kafka-python's close; ``fail="close"`` times out as a flush stuck on a dead
+        coordinator does (``KafkaTimeoutError``)."""
+        self.calls.append("close")
+        if self.fail == "close":
+            from kafka.errors import KafkaTimeoutError
+
+            raise KafkaTimeoutError("Timeout waiting for future")

@@ -18,7 +18,6 @@ The module offers what the runner asks of a workload: ``produce`` and ``Consumer
 
 from __future__ import annotations
 
-import contextlib
 import random
 import threading
 import time
@@ -30,6 +29,7 @@ from ..faults.registry import GROUP_MEMBER
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
+from .clients import close_producer
 from .member_process import MemberProcess
 from .workload import (
     MAX_BLOCK_MS,
@@ -127,15 +127,15 @@ def _produce_one(case: Case, topics: Sequence[str], bootstrap: str, writer: RunW
                                         case, writer, stats, process)
             mine += sent
             if not ok:  # the producer is unusable: a fresh one fences it
-                with contextlib.suppress(Exception):
-                    producer.close(timeout=5)
-                writer.event("client-crash", process=process, detail="txn producer replaced")
+                trouble = close_producer(producer, 5.0)
+                writer.event("client-crash", process=process,
+                             detail="txn producer replaced" + (f"; {trouble}" if trouble else ""))
                 producer = transactional_producer(case, bootstrap, txn_id)
             if max_rate:
                 time.sleep(max(0.0, mine / max_rate - (time.monotonic() - started)))
-    finally:
-        with contextlib.suppress(Exception):
-            producer.close(timeout=10)
+    finally:  # as the plain workload's producer: a close that gave up is forced, and said
+        trouble = close_producer(producer, 10.0)
+        writer.event("stop", process=process, detail=trouble or "producer closed")
 
 
 def _one_transaction(producer: Any, txn: str, rng: random.Random,

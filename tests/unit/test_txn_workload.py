@@ -137,3 +137,17 @@ def test_a_transactional_call_that_never_returns_is_given_up_on(monkeypatch):
     monkeypatch.setattr(workload, "END_TIMEOUT_S", 0.2)
     assert workload.after_failure(Hanging(), commit=False, ended=False) == ("info", False)
     release.set()
+
+
+def test_a_close_that_gives_up_is_an_event_of_the_run(tmp_path, monkeypatch):
+    """Both producers' closes time out: each is forced (``close_producer``) and its line is
+    the ``stop`` event's detail, where a swallowed exception used to leave no trace."""
+    monkeypatch.setattr(workload, "transactional_producer",
+                        lambda case, bootstrap, txn_id: _SlowProducer(fail="close"))
+    with RunWriter(tmp_path) as w:
+        workload.produce(_ProduceCase(), ["t"], "localhost:1", w)
+    events = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    stops = [e for e in events if e["kind"] == "stop"]
+    assert sorted(e["process"] for e in stops) == sorted(workload.PRODUCER_PROCESSES)
+    assert all("producer close gave up after 10 s: KafkaTimeoutError" in e["detail"]
+               for e in stops), stops
