@@ -83,9 +83,9 @@ def test_spark_archive_made_alongside_on_an_empty_cache(tmp_path, monkeypatch):
 
 
 KILLED_WHILE_ARCHIVING = """
-import os, sys, time
-os.environ["KREPLICA_CACHE"] = sys.argv[1]
-os.environ["TMPDIR"] = sys.argv[2]  # the check's work directory, removed with the test's
+import os, time
+os.environ["KREPLICA_CACHE"] = {cache!r}
+os.environ["TMPDIR"] = {tmp!r}  # the check's work directory, removed with the test's
 for name in ("KREPLICA_SPARK_MASTER", "KREPLICA_SPARK_CDS"):
     os.environ.pop(name, None)
 from pytest_kreplica.plugin import firstrun
@@ -110,14 +110,13 @@ def test_a_killed_run_takes_its_archive_check_and_its_jvm_with_it(tmp_path):
                     return child.pid
         return None
 
-    script = KILLED_WHILE_ARCHIVING.replace("sys.argv[1]", repr(str(tmp_path / "cache")))
-    script = script.replace("sys.argv[2]", repr(str(tmp_path)))
+    script = KILLED_WHILE_ARCHIVING.format(cache=str(tmp_path / "cache"), tmp=str(tmp_path))
     with child_session(script) as (pid, sigkill):
-        found: list[int] = []
-        wait_until(lambda: found.append(jvm_of(pid)) or found[-1], 120,
+        wait_until(lambda: jvm_of(pid) is not None, 120,
                    "the archive check's Spark JVM to start",
                    lambda: f"pid {pid}: {gone(pid) or 'running'}, no java child")
-        jvm = found[-1]
+        jvm = jvm_of(pid)
+        assert jvm is not None, f"the archive check (pid {pid}) lost its Spark JVM unkilled"
         sigkill(15, "the archive's kreplica check")
         wait_until(lambda: gone(jvm) is None, 15, "its Spark JVM gone after the SIGKILL",
                    lambda: gone(jvm) or "")
