@@ -22,6 +22,7 @@ from ..errors import ClusterError
 from . import config as kconfig
 from . import distribution
 from .base import ClusterSpec, TopicSpec
+from .clients import close_producer
 from .launcher import Launcher
 
 log = logging.getLogger(__name__)
@@ -132,8 +133,10 @@ def _warm_traffic(bootstrap: str, topic: str) -> None:
     try:
         for i in range(20):
             producer.send(topic, f"warmup-{i}".encode()).get(timeout=30)
-    finally:
-        producer.close(timeout=5)
+    finally:  # a close that gives up is forced and logged: the archive does not need it
+        trouble = close_producer(producer, timeout=5)
+        if trouble:
+            log.warning("class-data archive warm-up: %s", trouble)
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              group_id="kreplica-warmup", consumer_timeout_ms=5000)
     try:

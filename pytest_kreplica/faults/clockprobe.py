@@ -10,14 +10,19 @@ this machine's true clock, so its error is at most half a round trip (millisecon
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from typing import Any
 
+from ..cluster.clients import close_producer
 from ..errors import ClusterError
 from ..waits import wait_for
 
+log = logging.getLogger(__name__)
+
 PROBE_TOPIC = "kreplica-clock-probe"
 SEND_TIMEOUT_S = 5.0
+CLOSE_TIMEOUT_S = 2.0
 CREATE_TIMEOUT_S = 60.0  # after a skewed quorum leader fenced brokers, they re-register first
 
 
@@ -96,5 +101,8 @@ class ClockProbe:
         return out
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.producer.close(timeout=2)
+        """Close the probe's producer, forced when the close gives up (``close_producer``):
+        its records are no part of the history, so a failed close is logged, not raised."""
+        trouble = close_producer(self.producer, timeout=CLOSE_TIMEOUT_S)
+        if trouble:
+            log.warning("clock probe: %s", trouble)

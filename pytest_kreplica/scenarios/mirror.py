@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.base import NodeState
+from ..cluster.clients import close_producer
 from ..cluster.mirrormaker import NODE_NAME, ROLE, START_TIMEOUT_S, MirrorMaker, create_mirror_maker
 from ..cluster.pool import cluster_spec
 from ..faults import Component
 from ..history import now_ns
 from ..validation.replicas.batches import CONTROL_MASK, SegmentScanner
 from ..waits import wait_for
-from .clients import close_producer
 from .runner import (
     CaseContext,
     CaseHooks,

@@ -24,12 +24,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..cluster.clients import close_producer
 from ..faults import Component
 from ..faults.registry import GROUP_MEMBER
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
-from .clients import close_producer
 from .member_process import MemberProcess
 from .workload import (
     MAX_BLOCK_MS,

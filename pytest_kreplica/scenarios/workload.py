@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cluster.clients import close_producer
 from ..history import RunWriter, now_ns
 from ..matrix import Case
-from .clients import close_producer
 
 PRODUCER_PROCESS = 0
 CONSUMER_PROCESS = 1

@@ -149,7 +149,7 @@ def test_a_close_stuck_on_a_paused_leader_still_stops_the_producer(cluster, topi
     and closes again: the pending send fails and the thread is gone."""
     from kafka import KafkaProducer
 
-    from pytest_kreplica.scenarios.clients import close_producer
+    from pytest_kreplica.cluster.clients import close_producer
 
     client_id = f"kreplica-close-{os.getpid()}"
     producer = KafkaProducer(bootstrap_servers=cluster.live_bootstrap_servers(), acks="all",
