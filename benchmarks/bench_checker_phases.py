@@ -8,6 +8,9 @@ What is left of the check once the stages are taken out is driver-side work
 timed test:
 
     python benchmarks/bench_checker_phases.py benchmarks/out/history-1000000/parquet --runs 3
+    python benchmarks/bench_checker_phases.py DIR --runs 1 --conf spark.shuffle.compress=false
+
+``--conf`` passes a Spark setting to the checked process, to time one against the default.
 
 Prints a table of medians per phase and stage, and the load average, so a noisy machine shows.
 """
@@ -86,12 +89,13 @@ def label(stage: dict) -> str:
     return "other: " + "/".join(stage["ops"])[:40]
 
 
-def one_run(run_dir: str, env: dict[str, str]) -> dict[str, float]:
+def one_run(run_dir: str, env: dict[str, str], confs: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="kreplica-eventlog-") as logs:
         child_env = dict(env)
+        extra = "".join(f"--conf {c} " for c in confs)
         child_env["PYSPARK_SUBMIT_ARGS"] = (
             f"--conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{logs} "
-            "--conf spark.eventLog.compress=false pyspark-shell")
+            f"--conf spark.eventLog.compress=false {extra}pyspark-shell")
         spawned = time.time()
         out = subprocess.run([sys.executable, "-c", CHILD, run_dir], env=child_env,
                              capture_output=True, text=True, check=False)
@@ -127,12 +131,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the checked process (repeatable)")
     args = parser.parse_args()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     runs = []
     for i in range(args.runs):
-        phases = one_run(args.run_dir, env)
+        phases = one_run(args.run_dir, env, args.conf)
         runs.append(phases)
         print(f"run {i + 1}: total {phases['total']:.1f} s", flush=True)
     keys = list(dict.fromkeys(k for r in runs for k in r))
