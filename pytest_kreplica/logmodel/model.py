@@ -75,6 +75,20 @@ class LogModel:
                 return record.offset
         return None
 
+    def time_answers(self, timestamp: int) -> tuple[int | None, ...]:
+        """What ListOffsets by ``timestamp`` may answer: ``offset_for_time``, or also none
+        while a record below the log start reaches ``timestamp``. Kafka searches only the
+        first segment whose largest timestamp reaches the target
+        (``UnifiedLog.fetchOffsetByTimestamp``), and that largest timestamp still counts
+        records DeleteRecords put below the log start until their whole segment is deleted;
+        when that segment holds no qualifying record at or above the log start, Kafka answers
+        none though a later segment holds one (found by this model in CI on 2026-11-29;
+        franz-go's kfake copies the behaviour). The model cannot see segments: it accepts
+        none whenever such a record exists, and only then."""
+        want = self.offset_for_time(timestamp)
+        hidden = any(r.timestamp >= timestamp for r in self.records[:self.log_start])
+        return (want, None) if hidden and want is not None else (want,)
+
     # -- what the actions change ---------------------------------------------------------
     def append(self, records: list[tuple[bytes | None, bytes | None, int]]) -> list[Record]:
         """Acknowledged records, appended at the log end; returns them with their offsets."""

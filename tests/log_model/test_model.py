@@ -106,6 +106,20 @@ def test_offset_for_time_is_the_first_offset_at_or_after(timestamps, start, targ
     assert model.offset_for_time(target) == want
 
 
+def test_a_deleted_record_reaching_the_time_lets_kafka_answer_none_and_nothing_else():
+    """Kafka searches the first segment whose largest timestamp reaches the target, which
+    still counts records below the log start: none is allowed then, and only then."""
+    model = model_with([10, 90, 20, 95, 30])
+    model.delete_records(2)
+    assert model.time_answers(80) == (3, None)  # offset 1 (90) is deleted but reaches 80
+    assert model.time_answers(93) == (3,)  # no deleted record reaches 93
+    assert model.time_answers(96) == (None,)  # nothing reaches 96: none is the answer
+    assert model.time_answers(5) == (2, None)  # the log start itself, or none (10 and 90)
+    model.delete_records(4)
+    assert model.time_answers(25) == (4, None)  # 90 and 95 now deleted
+    assert model.time_answers(94) == (None,)
+
+
 def test_replay_file_round_trips(tmp_path):
     program = [("create_topic", {"segment_bytes": 1024}),
                ("produce", {"batch": Batch(((b"k", None, 7), (None, b"\x00v", 9)), "gzip", "1")}),
