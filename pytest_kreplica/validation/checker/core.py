@@ -97,9 +97,8 @@ def check(
             from . import txn
 
             out = txn.outcomes(spark, path)
-            txn_jobs = _start_txn_rules(pool, txn.build(sends_df, polls_df, out,
-                                                        pipeline_inputs(path, meta)),
-                                        sends_df, polls_df, out)
+            txn_jobs = _start_txn_rules(pool, sends_df, polls_df, out,
+                                        pipeline_inputs(path, meta))
             sends_df, polls_df = txn.v1_view(sends_df, polls_df, out)
             extra["history_version"] = txn.HISTORY_VERSION
         frames = rules.build(sends_df, polls_df, exempting, mirrored, assignments,
@@ -121,17 +120,17 @@ def check(
     return Verdict.from_counts(counts, chosen, examples, extra)
 
 
-def _start_txn_rules(pool: ThreadPoolExecutor, txn_frames, sends_df, polls_df,
-                     out) -> list[Future]:
-    """The transactional rules and the cycle search, each a chain of small Spark jobs of
-    its own, run beside the version 1 rules: a small history's check is mostly the driver
-    planning and scheduling one tiny stage after another, so the three chains overlap on
-    two cores (docs/checker.md, "A small transactional history")."""
+def _start_txn_rules(pool: ThreadPoolExecutor, sends_df, polls_df, out,
+                     inputs: list[str] | None) -> list[Future]:
+    """The transactional rules (their DataFrames built, then counted) and the cycle search,
+    each a chain of small Spark jobs of its own, run beside the version 1 rules: a small
+    history's check is mostly the driver building, planning and scheduling one tiny stage
+    after another, so the three chains overlap on two cores (docs/checker.md, "A small
+    transactional history")."""
     from . import cycles, txn
 
     def txn_rules():
-        counts = txn.count(txn_frames)
-        return counts, txn.examples(txn_frames, counts, EXAMPLES_PER_ANOMALY)
+        return txn.find(txn.build(sends_df, polls_df, out, inputs), EXAMPLES_PER_ANOMALY)
 
     return [pool.submit(txn_rules),
             pool.submit(cycles.find, sends_df, polls_df, out, EXAMPLES_PER_ANOMALY)]

@@ -8,7 +8,7 @@ a ``txn`` column to sends, ``isolation`` / ``generation`` to polls. Two things h
   ``aborted_read``); sends of an indeterminate transaction are indeterminate; only
   read_committed (or unlabelled) polls and a group member's count as the consumers' reads:
   the read_uncommitted observer (no group) legitimately sees uncommitted and aborted records.
-* ``build`` / ``count`` / ``examples``: the four transactional anomalies, each a Spark join
+* ``build`` / ``find``: the four transactional anomalies, each a Spark join
   over the reads and the transactional sends (no Python UDF, nothing collected but counts
   and a few examples):
 
@@ -32,9 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ...history import TXNS
@@ -152,34 +151,32 @@ def build(sends: DataFrame, polls: DataFrame, out: DataFrame,
     return TxnFrames(offending, out)
 
 
-def count(frames: TxnFrames) -> dict[str, int]:
-    """The four anomalies (distinct offending keys) and the transactions by outcome."""
-    rows = (frames.offending.groupBy("anomaly").agg(F.count_distinct("key").alias("n"))
-            .collect())
+def find(frames: TxnFrames, limit: int) -> tuple[dict[str, int], dict[str, list[dict]]]:
+    """The anomalies' counts (distinct offending keys), up to ``limit`` example rows of each
+    that occurred, and the transactions by outcome. The offending rows are computed once:
+    counted and picked by windows over one partitioning by anomaly (a count query, then an
+    examples query, ran the whole plan of joins twice when anything was found)."""
+    c = F.col
+    by_key = Window.partitionBy("anomaly").orderBy("key")
+    by_row = Window.partitionBy("anomaly").orderBy("key", "process", "offset")
+    whole = Window.partitionBy("anomaly")
+    # distinct non-null keys: the highest dense rank, less the rank null keys take (first)
+    distinct = (F.max(F.dense_rank().over(by_key)).over(whole)
+                - F.max(F.when(c("key").isNull(), 1).otherwise(0)).over(whole))
+    picked = (frames.offending
+              .select("*", F.row_number().over(by_row).alias("_n"))
+              .select("*", distinct.alias("_count"))
+              .where(c("_n") <= limit).collect())
     counts = dict.fromkeys(TXN_ANOMALIES, 0)
-    counts.update({r["anomaly"]: int(r["n"]) for r in rows})
+    examples: dict[str, list[dict]] = {}
+    for r in sorted(picked, key=lambda r: (r["anomaly"], r["_n"])):
+        counts[r["anomaly"]] = int(r["_count"])
+        if r["_count"]:
+            examples.setdefault(r["anomaly"], []).append(
+                {k: v for k, v in r.asDict().items()
+                 if v is not None and k not in ("anomaly", "key", "_n", "_count")})
     by_outcome = {r["outcome"]: int(r["n"]) for r in
                   frames.outcomes.groupBy("outcome").agg(F.count("*").alias("n")).collect()}
     for outcome in ("committed", "aborted", "info"):
         counts[f"txns_{outcome}"] = by_outcome.get(outcome, 0)
-    return counts
-
-
-def examples(frames: TxnFrames, counts: dict[str, int], limit: int
-             ) -> dict[str, list[dict[str, Any]]]:
-    """A few offending rows per anomaly that occurred, in one query."""
-    wanted = [name for name in TXN_ANOMALIES if counts.get(name)]
-    if not wanted:
-        return {}
-    from pyspark.sql import Window
-
-    w = Window.partitionBy("anomaly").orderBy("key", "process", "offset")
-    picked = (frames.offending.where(F.col("anomaly").isin(*wanted))
-              .withColumn("_n", F.row_number().over(w)).where(F.col("_n") <= limit)
-              .orderBy("anomaly", "_n").collect())
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in picked:
-        d = {k: v for k, v in r.asDict().items()
-             if v is not None and k not in ("anomaly", "key", "_n")}
-        out.setdefault(r["anomaly"], []).append(d)
-    return out
+    return counts, examples
