@@ -112,9 +112,13 @@ def job_tag(spark: SparkSession, tag: str, description: str):
 
 SMALL_INPUT_BYTES = 4 << 20  # a history this small is checked in one shuffle partition
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+# no broadcast joins either: each broadcast is a Spark job of its own, and a small check reads
+# its tables in one partition (``checker.core``), where a sort-merge join of them needs no
+# exchange (a version 2 check ran 25 jobs, now 8: docs/checker.md, "One partition")
 SMALL_INPUT_CONF = {SHUFFLE_PARTITIONS: "1", "spark.sql.adaptive.enabled": "false",
                     "spark.sql.codegen.wholeStage": "false",
-                    "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+                    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                    "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 
 def small_input(input_bytes: int) -> bool:
@@ -124,8 +128,8 @@ def small_input(input_bytes: int) -> bool:
 
 @contextlib.contextmanager
 def sized_shuffle(spark: SparkSession, input_bytes: int):
-    """Run the block's queries in one shuffle partition, without adaptive execution and
-    without generated code, when their input is small (a smoke case's history is about
+    """Run the block's queries in one shuffle partition, without adaptive execution, generated
+    code or broadcast joins, when their input is small (a smoke case's history is about
     0.3 MB): each costs a small check CPU and gains it nothing (docs/checker.md, "A small
     history", has the figures). The session's own values are put back afterwards."""
     with conf_set(spark, SMALL_INPUT_CONF if small_input(input_bytes) else {}):

@@ -56,14 +56,18 @@ class TxnFrames:
     outcomes: DataFrame   # txn, outcome, end_ns
 
 
-def outcomes(spark, run_dir: Path) -> DataFrame:
+def outcomes(spark, run_dir: Path, one_task: bool = False) -> DataFrame:
     """One row per transaction: txn, outcome (two differing rows: indeterminate), end_ns,
-    and the consumer offsets it committed (read-process-write)."""
+    and the consumer offsets it committed (read-process-write). ``one_task``: read in one
+    partition, like the small check's other tables (``core.check``)."""
     table = find_table(run_dir, TXNS, required=False)
     if table is None:
-        return spark.createDataFrame([], "txn string, outcome string, end_ns long, "
-                                         "offsets string")
+        out = spark.createDataFrame([], "txn string, outcome string, end_ns long, "
+                                        "offsets string")
+        return out.coalesce(1) if one_task else out
     txns = read_spark(spark, table).where(~F.col("_bad"))
+    if one_task:
+        txns = txns.coalesce(1)
     return txns.groupBy("txn").agg(
         F.when(F.count_distinct("status") == 1, F.first("status")).otherwise(F.lit("info"))
         .alias("outcome"),
