@@ -121,6 +121,26 @@ SMALL_INPUT_CONF = {SHUFFLE_PARTITIONS: "1", "spark.sql.adaptive.enabled": "fals
                     "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 
+@contextlib.contextmanager
+def kept_frames():
+    """A list for the block's ``localCheckpoint`` DataFrames, whose blocks are freed when it
+    ends. A classic session's cleaner frees them only once the driver finds them unreachable,
+    and measured it never did in a long-lived session: three per small transactional check,
+    all 60 still held after 20 checks and two garbage collections. A Connect DataFrame
+    releases its server-side copy itself when it is collected (``CachedRemoteRelation``)."""
+    kept: list = []
+    try:
+        yield kept
+    finally:
+        for df in kept:
+            jdf = getattr(df, "_jdf", None)  # classic only
+            if jdf is None:
+                continue
+            plan = jdf.queryExecution().analyzed()
+            if plan.getClass().getSimpleName() == "LogicalRDD":
+                plan.rdd().unpersist(False)
+
+
 def small_input(input_bytes: int) -> bool:
     """Whether a history of ``input_bytes`` is checked as a small one (SMALL_INPUT_BYTES)."""
     return input_bytes < SMALL_INPUT_BYTES

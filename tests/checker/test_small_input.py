@@ -7,12 +7,13 @@ wants the same verdict, and the session's settings back afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
 import pytest_kreplica.validation.spark as engine
-from pytest_kreplica.validation.checker import check, rules, tables, windows
+from pytest_kreplica.validation.checker import check, core, rules, tables, windows
 from tests.checker import test_planted as planted
 from tests.checker.test_txn_planted import Txn, copied_twice, write_cycle
 
@@ -67,6 +68,32 @@ def test_a_transactional_history_gets_the_same_verdict_either_way(case, history,
     small, large = _both_ways(h.close(), monkeypatch)
     assert small == large
     assert {k: v for k, v in small["counts"].items() if k in expected} == expected
+
+
+def test_a_small_transactional_check_frees_the_tables_it_kept(history, monkeypatch,
+                                                              spark_session):
+    """Its three kept tables (``localCheckpoint``) are freed when the check ends: a classic
+    session's cleaner never freed them in a long-lived session (``spark.kept_frames``)."""
+    jsc = getattr(spark_session, "_jsc", None)
+    if jsc is None:
+        pytest.skip("a classic session's matter: a Connect DataFrame frees its kept copy itself")
+    kept_counts = []
+    real = core.kept_frames
+
+    @contextlib.contextmanager
+    def counting():
+        with real() as kept:
+            yield kept
+            kept_counts.append(len(kept))
+
+    monkeypatch.setattr(core, "kept_frames", counting)
+    before = jsc.getPersistentRDDs().size()
+    h = history()
+    expected, _ = write_cycle(Txn(h))
+    verdict = check(h.close())
+    assert {k: v for k, v in verdict.counts.items() if k in expected} == expected
+    assert kept_counts == [3]  # sends, polls and the outcomes were kept ...
+    assert jsc.getPersistentRDDs().size() == before  # ... and are freed
 
 
 def test_the_session_gets_its_own_settings_back(spark_session):

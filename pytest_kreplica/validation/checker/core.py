@@ -10,7 +10,7 @@ from typing import Any
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, TXNS, read_run_json
 from ...rundir import REPLICAS_JSON
-from ..spark import sized_shuffle, small_input, spark_log, start_spark
+from ..spark import kept_frames, sized_shuffle, small_input, spark_log, start_spark
 from .tables import (
     Table,
     check_run_dir,
@@ -86,7 +86,8 @@ def check(
     extra: dict[str, Any] = {}
     size = sum(table_bytes(t) for t in (sends_table, polls_table, txns_table))
     one_task = small_input(size)
-    with (_spark_errors(path), sized_shuffle(spark, size),
+    # the pool is left (its threads joined) before the kept tables are freed
+    with (_spark_errors(path), sized_shuffle(spark, size), kept_frames() as kept,
           ThreadPoolExecutor(2, thread_name_prefix="kreplica-txn-rules") as pool):
         from . import findings, rules
 
@@ -106,6 +107,7 @@ def check(
                 # scan and parse, and a step is analysed in a fraction of the time
                 sends_df, polls_df, out = (sends_df.localCheckpoint(), polls_df.localCheckpoint(),
                                            out.localCheckpoint())
+                kept.extend((sends_df, polls_df, out))
             txn_jobs = _start_txn_rules(pool, sends_df, polls_df, out,
                                         pipeline_inputs(path, meta))
             sends_df, polls_df = txn.v1_view(sends_df, polls_df, out)
