@@ -70,10 +70,13 @@ def describe(states: dict[Part, PartitionState], parts: list[Part] | None = None
                      if parts is None or (t, p) in parts)
 
 
-def wait_metadata(cluster: Cluster, parts: list[Part], ok: Any, timeout: float, what: str
-                  ) -> tuple[dict[Part, PartitionState], float]:
+def wait_metadata(cluster: Cluster, parts: list[Part], ok: Any, timeout: float, what: str,
+                  every_broker: bool = False) -> tuple[dict[Part, PartitionState], float]:
     """Poll metadata until ``ok(part, state)`` is None for every part (else it says what it
-    sees); returns the last states and the seconds waited."""
+    sees); returns the last states and the seconds waited. With ``every_broker`` the state
+    must also be ok in every reachable broker's own metadata: a broker still replaying the
+    metadata log answers with the state before (a CI run read a reassignment back as the
+    union of old and new replicas from one broker, 0.1 s after another showed it done)."""
     started = time.monotonic()
     seen: dict[Part, PartitionState] = {}
     topics = sorted({t for t, _ in parts})
@@ -84,6 +87,14 @@ def wait_metadata(cluster: Cluster, parts: list[Part], ok: Any, timeout: float, 
         seen.update({part: states[part] for part in parts if part in states})
         problems = [f"{t}-{p}: {ok((t, p), seen.get((t, p)))}" for t, p in parts
                     if ok((t, p), seen.get((t, p))) is not None]
+        if problems or not every_broker:
+            return "; ".join(problems) or None
+        for t, p in parts:
+            for node, state in sorted(cluster.partition_views(t, p, timeout=5.0).items(),
+                                      key=lambda kv: str(kv[0])):
+                problem = ok((t, p), state)
+                if problem is not None:
+                    problems.append(f"{t}-{p} in node {node}'s metadata: {problem}")
         return "; ".join(problems) or None
 
     hint = "broker logs: " + ", ".join(str(p) for p in cluster.log_files().values())

@@ -10,8 +10,8 @@ The case needs more brokers than its replication factor (``brokers: [4]`` with r
 
 Verified to act: the strike returns only once metadata lists the new replica (during the move
 the replica set is the union of old and new); the restore waits until the replica set is
-exactly the target with a full ISR. Both events carry the old and the new assignment.
-Nothing is moved back: the final replica snapshot must show the new assignment.
+exactly the target with a full ISR in every broker's metadata. Both events carry the old and
+the new assignment. Nothing is moved back: the final replica snapshot must show the new assignment.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def wait_complete(cluster: Cluster, planned: dict[moves.Part, tuple[int, ...]],
 
     return moves.wait_metadata(
         cluster, list(planned), complete, timeout,
-        "the reassignment complete: replicas equal to the target, ISR full")
+        "the reassignment complete in every broker's metadata: replicas equal to the target, "
+        "ISR full", every_broker=True)
 
 
 def strike(cluster: Cluster, node: int) -> str:

@@ -219,3 +219,35 @@ def test_a_paused_only_replica_is_not_asked_for_metadata_before_its_restore():
     assert record.error is None, record.error
     assert record.node == 1 and record.new_leader is None and not cluster.paused
     assert (record.restore_ns - record.strike_ns) / 1e9 < 3.0
+
+
+class _OneBrokerBehind:
+    """The answering broker shows the move done; node 3 replays the metadata log and shows
+    the union of old and new replicas for its first two looks."""
+
+    def __init__(self):
+        self.looks = 0
+
+    def partition_states(self, topics, timeout=30.0):
+        return {("t", 0): _state(0, 2, (2, 3, 4))}
+
+    def partition_views(self, topic, partition, timeout=30.0):
+        self.looks += 1
+        behind = (2, 3, 4, 1) if self.looks <= 2 else (2, 3, 4)
+        return {2: _state(0, 2, (2, 3, 4)), 3: _state(0, 2, behind, (2, 3, 4))}
+
+    def log_files(self):
+        return {}
+
+
+def test_a_reassignment_is_complete_only_once_every_broker_shows_it():
+    """A CI run read a finished move back as [3, 4, 1, 2] from a broker 0.07 s after the
+    restore had seen it done in another broker's metadata."""
+    from pytest_kreplica.faults.reassign import wait_complete
+
+    cluster = _OneBrokerBehind()
+    seen, _ = wait_complete(cluster, {("t", 0): (2, 3, 4)}, 5.0)
+    assert cluster.looks == 3 and seen[("t", 0)].replicas == (2, 3, 4)
+    cluster.looks = -100  # node 3 never catches up: the wait says which broker lags
+    with pytest.raises(ClusterError, match=r"t-0 in node 3's metadata: replicas \[2, 3, 4, 1\]"):
+        wait_complete(cluster, {("t", 0): (2, 3, 4)}, 0.5)
