@@ -113,6 +113,16 @@ def _kreplica_check(env, history: Path) -> tuple[dict, str]:
     return json.loads(done.stdout.splitlines()[-1]), done.stderr
 
 
+def _write_cycle(run_dir: Path) -> Path:
+    """A transactional history with a write cycle: its check runs the cycle search."""
+    from tests.checker.conftest import History
+    from tests.checker.test_txn_planted import Txn, write_cycle
+
+    h = History(run_dir)
+    write_cycle(Txn(h))
+    return h.close()
+
+
 def test_the_command_joins_a_running_server_and_otherwise_checks_in_process(env, tmp_path):
     history = ROOT / "fixtures" / "histories" / "lost"
     a, _ = _client(env, tmp_path, "a")
@@ -121,6 +131,11 @@ def test_the_command_joins_a_running_server_and_otherwise_checks_in_process(env,
         joined, err = _kreplica_check(env, history)
         assert "validating on the machine's running Spark Connect server" in err, err
         assert "starting" not in err, f"the command started a second server: {err}"
+        # a transactional check through Connect: its one progress line and nothing else
+        # (its cycle search once made the Connect client print a window warning)
+        cycle, err = _kreplica_check(env, _write_cycle(tmp_path / "cycle"))
+        assert cycle["counts"]["write_cycle"] == 1, cycle
+        assert err.count("\n") == 1 and "Spark Connect server" in err, err
     finally:
         a.kill()
         a.wait(timeout=30)
