@@ -76,7 +76,7 @@ def wait_metadata(cluster: Cluster, parts: list[Part], ok: Any, timeout: float, 
     sees); returns the last states and the seconds waited. With ``every_broker`` the state
     must also be ok in every reachable broker's own metadata: a broker still replaying the
     metadata log answers with the state before (a CI run read a reassignment back as the
-    union of old and new replicas from one broker, 0.1 s after another showed it done)."""
+    union of old and new replicas from one broker right after another had shown it done)."""
     started = time.monotonic()
     seen: dict[Part, PartitionState] = {}
     topics = sorted({t for t, _ in parts})

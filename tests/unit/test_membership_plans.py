@@ -241,7 +241,7 @@ class _OneBrokerBehind:
 
 
 def test_a_reassignment_is_complete_only_once_every_broker_shows_it():
-    """A CI run read a finished move back as [3, 4, 1, 2] from a broker 0.07 s after the
+    """A CI run read a finished move back as [3, 4, 1, 2] from a broker right after the
     restore had seen it done in another broker's metadata."""
     from pytest_kreplica.faults.reassign import wait_complete
 
