@@ -146,6 +146,15 @@ def small_input(input_bytes: int) -> bool:
     return input_bytes < SMALL_INPUT_BYTES
 
 
+def one_off_jit(input_bytes: int | None) -> None:
+    """Before a one-off command (``kreplica check`` / ``verify-logs``) starts a local driver:
+    C1 alone for a small input (``None``: size unknown, the default stays). Its JVM does one
+    small job and exits, so C2 compiles for nothing (``jit.py`` has the figures); the
+    process's later sessions are its own, so no other caller is affected."""
+    if input_bytes is not None and small_input(input_bytes):
+        jit.prefer("quick")
+
+
 @contextlib.contextmanager
 def sized_shuffle(spark: SparkSession, input_bytes: int):
     """Run the block's queries in one shuffle partition, without adaptive execution, generated

@@ -1,6 +1,8 @@
 """The local driver's JIT mode (``validation/jit.py``): the plugin's preference, the env
 override, and a bad env value as one line."""
 
+from pathlib import Path
+
 import pytest
 
 from pytest_kreplica.errors import InputError
@@ -40,3 +42,25 @@ def test_a_bad_env_value_is_one_line_naming_the_allowed_modes(monkeypatch):
 def test_an_unknown_preference_is_a_programming_error():
     with pytest.raises(ValueError, match="allowed: quick, full"):
         jit.prefer("fast")
+
+
+def test_a_one_off_command_over_a_small_input_asks_for_c1_alone(preferred, monkeypatch,
+                                                                   tmp_path):
+    """``kreplica check`` / ``verify-logs`` size their input before the driver starts: a
+    small one compiles with C1 alone, a large or unreadable one keeps the default."""
+    from pytest_kreplica.validation.checker.core import history_bytes
+    from pytest_kreplica.validation.replicas.cli import replica_bytes
+    from pytest_kreplica.validation.spark import SMALL_INPUT_BYTES, one_off_jit
+
+    monkeypatch.delenv(jit.ENV_JIT, raising=False)
+    one_off_jit(SMALL_INPUT_BYTES)
+    one_off_jit(None)
+    assert jit.mode() == "full"
+    one_off_jit(SMALL_INPUT_BYTES - 1)
+    assert jit.mode() == "quick"
+
+    lost = Path(__file__).resolve().parents[2] / "fixtures" / "histories" / "lost"
+    assert history_bytes(lost) == sum((lost / f"{n}.jsonl").stat().st_size
+                                      for n in ("sends", "polls"))
+    assert history_bytes(tmp_path / "nowhere") is None  # check says why, in one line
+    assert replica_bytes(str(lost)) is None  # no replicas.json: verify-logs says so

@@ -12,10 +12,12 @@ import json
 import sys
 
 from ..outcome import recheck
-from ..spark import stop_spark
+from ..spark import one_off_jit, stop_spark
+from .core import history_bytes
 
 
 def run_check(args) -> int:
+    one_off_jit(history_bytes(args.run_dir))
     try:
         verdict, outcome = recheck(args.run_dir, semantics=args.semantics,
                                    spark_master=getattr(args, "spark_master", None))

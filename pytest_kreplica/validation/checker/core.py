@@ -131,6 +131,17 @@ def check(
     return Verdict.from_counts(counts, chosen, examples, extra)
 
 
+def history_bytes(run_dir: str | os.PathLike[str]) -> int | None:
+    """The bytes of a run directory's sends, polls and transactions (what sizes its check),
+    or None when they cannot be found (``check`` then says why, in one line)."""
+    path = Path(run_dir)
+    try:
+        return sum(table_bytes(t) for t in (find_table(path, SENDS), find_table(path, POLLS),
+                                            find_table(path, TXNS, required=False)))
+    except (HistoryError, OSError):
+        return None
+
+
 def _start_txn_rules(pool: ThreadPoolExecutor, sends_df, polls_df, out,
                      inputs: list[str] | None) -> list[Future]:
     """The transactional rules (their DataFrames built, then counted) and the cycle search,

@@ -4,11 +4,25 @@ Unreadable input raises ``HistoryError``; ``kreplica``'s main turns it into one 
 from __future__ import annotations
 
 import json
+import os
 
+from ...errors import HistoryError
+from ..spark import one_off_jit
+from .layout import load_layout
 from .verify import verify_logs
 
 
+def replica_bytes(run_dir: str) -> int | None:
+    """The bytes of the segment files a run directory's snapshot lists (what sizes its
+    verify), or None when they cannot be read (``verify_logs`` then says why, in one line)."""
+    try:
+        return sum(os.path.getsize(f.path) for f in load_layout(run_dir).segment_files())
+    except (HistoryError, OSError):
+        return None
+
+
 def run_verify_logs(args) -> int:
+    one_off_jit(replica_bytes(args.run_dir))
     verdict = verify_logs(args.run_dir, spark_master=getattr(args, "spark_master", None))
     if getattr(args, "json", False):
         print(json.dumps(verdict.to_dict(), sort_keys=True))
