@@ -82,6 +82,8 @@ def test_spark_archive_made_alongside_on_an_empty_cache(tmp_path, monkeypatch):
     assert lines[1].startswith(f"kreplica: {firstrun.SPARK_STEP}… ") and lines[1].endswith(" s")
 
 
+DRIVER_CLASS = "org.apache.spark.deploy.SparkSubmit"
+
 KILLED_WHILE_ARCHIVING = """
 import os, time
 os.environ["KREPLICA_CACHE"] = {cache!r}
@@ -104,19 +106,28 @@ def test_a_killed_run_takes_its_archive_check_and_its_jvm_with_it(tmp_path):
     from tests.killed import child_session, gone
 
     def jvm_of(pid: int) -> int | None:
-        with contextlib.suppress(psutil.NoSuchProcess):
+        """The driver JVM, not the short-lived ``launcher.Main`` java that spark-class runs
+        first to build its command line (the first version of this test caught that one,
+        which had exited by the time the test looked again)."""
+        with contextlib.suppress(psutil.Error):
             for child in psutil.Process(pid).children(recursive=True):
-                if child.name() == "java":
-                    return child.pid
+                with contextlib.suppress(psutil.Error):
+                    if child.name() == "java" and DRIVER_CLASS in child.cmdline():
+                        return child.pid
         return None
+
+    found: list[int] = []
+
+    def driver_started() -> bool:
+        jvm = jvm_of(pid)
+        found.extend([jvm] if jvm is not None else [])
+        return bool(found)
 
     script = KILLED_WHILE_ARCHIVING.format(cache=str(tmp_path / "cache"), tmp=str(tmp_path))
     with child_session(script) as (pid, sigkill):
-        wait_until(lambda: jvm_of(pid) is not None, 120,
-                   "the archive check's Spark JVM to start",
-                   lambda: f"pid {pid}: {gone(pid) or 'running'}, no java child")
-        jvm = jvm_of(pid)
-        assert jvm is not None, f"the archive check (pid {pid}) lost its Spark JVM unkilled"
+        wait_until(driver_started, 120, "the archive check's Spark driver JVM to start",
+                   lambda: f"{gone(pid) or f'pid {pid} gone'}, no {DRIVER_CLASS} java child")
+        jvm = found[0]
         sigkill(15, "the archive's kreplica check")
         wait_until(lambda: gone(jvm) is None, 15, "its Spark JVM gone after the SIGKILL",
                    lambda: gone(jvm) or "")
