@@ -193,6 +193,13 @@ class Cluster(abc.ABC):
         the retries where a backend retries)."""
         return {None: self.partition_state(topic, partition)}
 
+    def topic_views(self, topics: list[str], timeout: float = 30.0
+                    ) -> dict[int | None, dict[tuple[str, int], PartitionState]]:
+        """``partition_views`` for every partition of ``topics`` at once (the admin backends
+        send one Metadata request to each broker); this default has one answer, under
+        ``None``."""
+        return {None: self.partition_states(topics, timeout)}
+
     # whether ``active_controller`` can answer (an external cluster may not expose its
     # controller: ``capabilities.controller: false``, or a broker without KRaft like Tansu)
     finds_controller: bool = True

@@ -89,10 +89,10 @@ def wait_metadata(cluster: Cluster, parts: list[Part], ok: Any, timeout: float, 
                     if ok((t, p), seen.get((t, p))) is not None]
         if problems or not every_broker:
             return "; ".join(problems) or None
-        for t, p in parts:
-            for node, state in sorted(cluster.partition_views(t, p, timeout=5.0).items(),
-                                      key=lambda kv: str(kv[0])):
-                problem = ok((t, p), state)
+        views = cluster.topic_views(topics, timeout=5.0)  # one request to each broker
+        for node, states in sorted(views.items(), key=lambda kv: str(kv[0])):
+            for t, p in parts:
+                problem = ok((t, p), states.get((t, p)))
                 if problem is not None:
                     problems.append(f"{t}-{p} in node {node}'s metadata: {problem}")
         return "; ".join(problems) or None

@@ -231,10 +231,11 @@ class _OneBrokerBehind:
     def partition_states(self, topics, timeout=30.0):
         return {("t", 0): _state(0, 2, (2, 3, 4))}
 
-    def partition_views(self, topic, partition, timeout=30.0):
+    def topic_views(self, topics, timeout=30.0):
         self.looks += 1
         behind = (2, 3, 4, 1) if self.looks <= 2 else (2, 3, 4)
-        return {2: _state(0, 2, (2, 3, 4)), 3: _state(0, 2, behind, (2, 3, 4))}
+        return {2: {("t", 0): _state(0, 2, (2, 3, 4))},
+                3: {("t", 0): _state(0, 2, behind, (2, 3, 4))}}
 
     def log_files(self):
         return {}
