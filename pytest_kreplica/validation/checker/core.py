@@ -84,7 +84,7 @@ def check(
 
     spark = start_spark(spark_master)
     extra: dict[str, Any] = {}
-    size = sum(table_bytes(t) for t in (sends_table, polls_table, txns_table))
+    size = _input_bytes(sends_table, polls_table, txns_table)
     one_task = small_input(size)
     # the pool is left (its threads joined) before the kept tables are freed
     with (_spark_errors(path), sized_shuffle(spark, size), kept_frames() as kept,
@@ -136,10 +136,15 @@ def history_bytes(run_dir: str | os.PathLike[str]) -> int | None:
     or None when they cannot be found (``check`` then says why, in one line)."""
     path = Path(run_dir)
     try:
-        return sum(table_bytes(t) for t in (find_table(path, SENDS), find_table(path, POLLS),
-                                            find_table(path, TXNS, required=False)))
+        return _input_bytes(find_table(path, SENDS), find_table(path, POLLS),
+                            find_table(path, TXNS, required=False))
     except (HistoryError, OSError):
         return None
+
+
+def _input_bytes(*tables) -> int:
+    """What sizes a check: its shuffle partitions, one task, the one-off driver's JIT."""
+    return sum(table_bytes(t) for t in tables)
 
 
 def _start_txn_rules(pool: ThreadPoolExecutor, sends_df, polls_df, out,
