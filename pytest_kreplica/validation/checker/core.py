@@ -105,8 +105,7 @@ def check(
             if one_task:  # the three chains below build a dozen joins each over these
                 # three tables: kept by Spark, each plan starts from them, not from a file's
                 # scan and parse, and a step is analysed in a fraction of the time
-                sends_df, polls_df, out = (sends_df.localCheckpoint(), polls_df.localCheckpoint(),
-                                           out.localCheckpoint())
+                sends_df, polls_df, out = _checkpointed(pool, (sends_df, polls_df, out))
                 kept.extend((sends_df, polls_df, out))
             txn_jobs = _start_txn_rules(pool, sends_df, polls_df, out,
                                         pipeline_inputs(path, meta))
@@ -145,6 +144,16 @@ def history_bytes(run_dir: str | os.PathLike[str]) -> int | None:
 def _input_bytes(*tables) -> int:
     """What sizes a check: its shuffle partitions, one task, the one-off driver's JIT."""
     return sum(table_bytes(t) for t in tables)
+
+
+def _checkpointed(pool: ThreadPoolExecutor, frames: tuple) -> list:
+    """Each frame's ``localCheckpoint``: the first ones in the pool, the last in this thread,
+    so their three small jobs run at once (one after another before: a one-off check of a
+    small transactional history against a warm Connect server 3.56 → 3.36 s, a warm local
+    check 1.98 → 1.89 s; docs/checker.md)."""
+    started = [pool.submit(df.localCheckpoint) for df in frames[:-1]]
+    last = frames[-1].localCheckpoint()
+    return [job.result() for job in started] + [last]
 
 
 def _start_txn_rules(pool: ThreadPoolExecutor, sends_df, polls_df, out,
