@@ -90,44 +90,47 @@ class OffsetsMixin:
                         ) -> dict[int | None, PartitionState]:
         """The partition in each reachable broker's metadata (``topic_views`` of its
         topic); at least one broker must show it."""
-        def pick() -> dict[int | None, PartitionState]:
+        def fetch() -> dict[int | None, PartitionState]:
             views = {node: states[(topic, partition)]
-                     for node, states in self.topic_views([topic], timeout).items()
+                     for node, states in self._views_once([topic]).items()
                      if (topic, partition) in states}
             if not views:
                 raise NotYet(f"no broker shows {topic}-{partition} in its metadata")
             return views
-        return self._retrying(f"every broker's metadata of {topic}-{partition}", pick,
+        return self._retrying(f"every broker's metadata of {topic}-{partition}", fetch,
                               timeout)
 
     def topic_views(self, topics: list[str], timeout: float = 30.0
                     ) -> dict[int | None, dict[Part, PartitionState]]:
         """Every partition of ``topics`` in each reachable broker's own metadata: one
-        Metadata request to each broker for all of them. A broker is asked twice, the second
-        time through a fresh admin client (a restarted broker breaks the cached
-        connection); one that still does not answer is left out, and at least one must
-        answer."""
+        Metadata request to each broker for all of them, retried within ``timeout`` while
+        no broker answers."""
+        return self._retrying(f"every broker's metadata of {list(topics)}",
+                              lambda: self._views_once(topics), timeout)
+
+    def _views_once(self, topics: list[str]) -> dict[int | None, dict[Part, PartitionState]]:
+        """One look for ``topic_views``. A broker is asked twice, the second time through a
+        fresh admin client (a restarted broker breaks the cached connection); one that still
+        does not answer is left out, and at least one must answer."""
         def ask(node: int) -> dict[str, list[PartitionState]]:
             try:
                 return self._describe_topics(list(topics), node)
             except ClusterError:  # a transient error already dropped the cached client
                 return self._describe_topics(list(topics), node)
 
-        def fetch() -> dict[int | None, dict[Part, PartitionState]]:
-            with self._admin_call("the nodes the admin client reaches"):
-                pass  # builds or reuses the client, refreshing ``_admin_nodes``: no request
-            views: dict[int | None, dict[Part, PartitionState]] = {}
-            for node in list(self._admin_nodes):
-                try:
-                    described = ask(node)
-                except ClusterError:
-                    continue  # moving, cut off or behind: the other brokers' views stand
-                views[node] = {(s.topic, s.partition): s
-                               for states in described.values() for s in states}
-            if not views:
-                raise NotYet(f"no broker answered Metadata({', '.join(topics)})")
-            return views
-        return self._retrying(f"every broker's metadata of {list(topics)}", fetch, timeout)
+        with self._admin_call("the nodes the admin client reaches"):
+            pass  # builds or reuses the client, refreshing ``_admin_nodes``: no request
+        views: dict[int | None, dict[Part, PartitionState]] = {}
+        for node in list(self._admin_nodes):
+            try:
+                described = ask(node)
+            except ClusterError:
+                continue  # moving, cut off or behind: the other brokers' views stand
+            views[node] = {(s.topic, s.partition): s
+                           for states in described.values() for s in states}
+        if not views:
+            raise NotYet(f"no broker answered Metadata({', '.join(topics)})")
+        return views
 
     def _list_offsets_many(self, asks: dict[int, dict[Part, int]], replica_id: int
                            ) -> dict[int, dict[Part, int | str]]:

@@ -128,6 +128,7 @@ def test_a_killed_run_takes_its_archive_check_and_its_jvm_with_it(tmp_path):
         wait_until(driver_started, 120, "the archive check's Spark driver JVM to start",
                    lambda: f"{gone(pid) or f'pid {pid} gone'}, no {DRIVER_CLASS} java child")
         jvm = found[0]
+        assert gone(jvm) is not None, f"driver JVM {jvm} ended before the kill: nothing to prove"
         sigkill(15, "the archive's kreplica check")
         wait_until(lambda: gone(jvm) is None, 15, "its Spark JVM gone after the SIGKILL",
                    lambda: gone(jvm) or "")
