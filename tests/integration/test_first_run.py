@@ -120,8 +120,9 @@ def test_a_killed_run_takes_its_archive_check_and_its_jvm_with_it(tmp_path):
 
     def driver_started() -> bool:
         jvm = jvm_of(pid)
-        found.extend([jvm] if jvm is not None else [])
-        return bool(found)
+        if jvm is not None:
+            found.append(jvm)
+        return jvm is not None
 
     script = KILLED_WHILE_ARCHIVING.format(cache=str(tmp_path / "cache"), tmp=str(tmp_path))
     with child_session(script) as (pid, sigkill):
