@@ -8,9 +8,13 @@ both).
     python benchmarks/bench_spark_connect.py --repeat 3
     python benchmarks/bench_spark_connect.py --repeat 3 --history RUN_DIR --no-workers
 
-Each check is a fresh `kreplica check` process as a user runs it, the two kinds alternating so
-machine noise hits both alike; medians and the connect / local ratio are printed. The first
-``connect`` call (untimed, reported on its own) starts the server if none is warm.
+Each check is a fresh `kreplica check` process as a user runs it, the kinds alternating so
+machine noise hits all alike; medians and the ratios are printed. ``connect`` has the server's
+driver run a small history's check (``validation/served.py``); ``connect, own session`` is the
+same command with ``KREPLICA_SPARK_SERVED=0``, which opens its own Connect session and sends
+the queries itself (the way before served checks). The first ``connect`` call (untimed,
+reported on its own) starts the server if none is warm; ``--warmup`` more untimed checks let
+its JIT compile first (a freshly started server's checks get faster for a dozen or so).
 """
 
 from __future__ import annotations
@@ -43,11 +47,14 @@ def test_worker_{n}():
 
 
 DEFAULT = "(no option)"
+OWN_SESSION = "connect, own session"
 
 
 def run_check(master: str, history: Path) -> float:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KREPLICA_SPARK_SERVED="1")
     env.pop("KREPLICA_SPARK_MASTER", None)
+    if master == OWN_SESSION:
+        master, env["KREPLICA_SPARK_SERVED"] = "connect", "0"
     option = [] if master == DEFAULT else ["--spark-master", master]
     began = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest_kreplica.cli", "check", str(history),
@@ -92,21 +99,29 @@ def main() -> int:
     p.add_argument("--history", type=Path, default=HISTORIES / "lost")
     p.add_argument("--no-workers", action="store_true",
                    help="skip the two -n 2 workers (their test expects the default history)")
+    p.add_argument("--warmup", type=int, default=3,
+                   help="untimed connect checks after the first (the server's JIT warms)")
+    p.add_argument("--no-local", action="store_true", help="skip the fresh in-process JVM")
     args = p.parse_args()
     first = run_check("connect", args.history)
     print(f"first connect check (starts the server if none is warm): {first:.1f} s")
-    times: dict[str, list[float]] = {"connect": [], DEFAULT: [], "local[2]": []}
-    for _ in range(args.repeat):
-        for master in times:
+    for _ in range(args.warmup):
+        run_check("connect", args.history)
+    kinds = ["connect", OWN_SESSION, DEFAULT] + ([] if args.no_local else ["local[2]"])
+    times: dict[str, list[float]] = {k: [] for k in kinds}
+    for r in range(args.repeat):
+        for master in kinds if r % 2 == 0 else kinds[::-1]:
             times[master].append(run_check(master, args.history))
     med = {m: statistics.median(t) for m, t in times.items()}
     for m, t in times.items():
-        print(f"kreplica check {m if m == DEFAULT else '--spark-master ' + m:24s} "
-              f"median {med[m]:6.2f} s  "
+        shown = m if m in (DEFAULT, OWN_SESSION) else "--spark-master " + m
+        print(f"kreplica check {shown:28s} median {med[m]:6.2f} s  "
               f"runs {' '.join(f'{x:.2f}' for x in t)}")
-    print(f"ratio connect / local[2]: {med['connect'] / med['local[2]']:.2f}, "
-          f"no option / local[2]: {med[DEFAULT] / med['local[2]']:.2f} "
-          f"(history {args.history.name}, {args.repeat} runs each)")
+    ratios = [f"connect / own session: {med['connect'] / med[OWN_SESSION]:.2f}"]
+    if "local[2]" in med:
+        ratios += [f"connect / local[2]: {med['connect'] / med['local[2]']:.2f}",
+                   f"no option / local[2]: {med[DEFAULT] / med['local[2]']:.2f}"]
+    print(f"ratio {', '.join(ratios)} (history {args.history.name}, {args.repeat} runs each)")
     if not args.no_workers:
         two_workers(args.history)
     return 0

@@ -147,20 +147,29 @@ def release(p: dict[str, Path]) -> None:
 
 def ensure_server() -> str:
     """The ``sc://`` URL of this machine's server, starting it if none runs."""
-    return url_of(_leased(paths(), start=True))
+    return url_of(server_state(start=True))
 
 
 def running_server() -> str | None:
     """Master ``auto``: the ``sc://`` URL of this machine's server if one runs (never started
     for it), with a line saying which engine runs the check (a check's speed differs by 3-4x
     between the two); else None. With no state file no lock is taken and nothing written."""
+    doc = server_state(start=False)
+    return None if doc is None else url_of(doc)
+
+
+def server_state(start: bool) -> dict | None:
+    """This process's lease on the machine's server and the server's state (its ports and
+    token), the server started first if none runs and ``start``; else None. Joining one that
+    runs without being asked to start it says so in a line."""
     p = paths()
+    if start:
+        return _leased(p, start=True)
     doc = _leased(p, start=False) if p["state"].exists() else None
-    if doc is None:
-        return None
-    once.say(f"kreplica: validating on the machine's running Spark Connect server "
-             f"(127.0.0.1:{doc['port']}, log {p['log']})")
-    return url_of(doc)
+    if doc is not None:
+        once.say(f"kreplica: validating on the machine's running Spark Connect server "
+                 f"(127.0.0.1:{doc['port']}, log {p['log']})")
+    return doc
 
 
 def _leased(p: dict[str, Path], start: bool) -> dict | None:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from .. import once
+from . import served
 from . import spark as engine
 
 POLL_S = 0.5
@@ -64,14 +65,15 @@ def live_leases(leases: Path) -> list[Path]:
     return found
 
 
-def _unused_for(leases: Path, spark, service) -> float:
+def _unused_for(leases: Path, spark, service, desk: served.Desk) -> float:
     """0 while a client process lives (it may hold a session between checks: it must not
-    find the server gone), else seconds since the last execution or lease touch."""
+    find the server gone), else seconds since the last execution, served check or lease
+    touch."""
     live = live_leases(leases)
     if live:
         return 0.0
     touched = max((p.stat().st_mtime for p in leases.glob("*")), default=0.0)
-    return min(_idle_for(spark, service), time.time() - touched)
+    return min(_idle_for(spark, service), desk.idle_for(), time.time() - touched)
 
 
 def serve(state: Path, leases: Path, lock: Path, master: str, idle: float) -> None:
@@ -85,8 +87,9 @@ def serve(state: Path, leases: Path, lock: Path, master: str, idle: float) -> No
     }
     spark = engine.get_spark(master, extra_conf=conf)
     service = _service(spark)
+    desk = served.open_desk(master, token)
     doc = {"pid": os.getpid(), "started": _started(), "port": service.localPort(),
-           "token": token, "master": master, "idle_s": idle}
+           "served_port": desk.port, "token": token, "master": master, "idle_s": idle}
     tmp = state.with_name(state.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc))
     os.chmod(tmp, 0o600)  # the token lets anyone run code in this server
@@ -96,13 +99,14 @@ def serve(state: Path, leases: Path, lock: Path, master: str, idle: float) -> No
     try:
         while not stopping:
             time.sleep(POLL_S)
-            if _unused_for(leases, spark, service) < idle:
+            if _unused_for(leases, spark, service, desk) < idle:
                 continue
             with once.held(lock, "stopping the idle Spark Connect server", blocking=False) as got:
-                if got and _unused_for(leases, spark, service) >= idle:
+                if got and _unused_for(leases, spark, service, desk) >= idle:
                     state.unlink(missing_ok=True)  # under the lock: no client finds it now
                     break
     finally:
+        desk.shutdown()
         with contextlib.suppress(OSError):
             if json.loads(state.read_text()).get("pid") == os.getpid():
                 state.unlink()

@@ -1,8 +1,9 @@
 """The machine's shared Spark Connect server, for real: two client processes share one server
 (one supervisor, one driver JVM), it outlives a SIGKILLed client only while another client
 holds it and stops itself after the idle timeout once none does; SIGKILLing its supervisor
-takes its JVM down with it; the ``kreplica`` command joins a running server by default and
-never starts one for that. Each test has its own cache, so its own server."""
+takes its JVM down with it; the ``kreplica`` command joins a running server by default (which
+checks a small history itself) and never starts one for that. Each test has its own cache, so
+its own server."""
 
 from __future__ import annotations
 
@@ -104,9 +105,10 @@ def test_a_killed_supervisor_takes_its_jvm_down(env, tmp_path):
         a.kill()
 
 
-def _kreplica_check(env, history: Path) -> tuple[dict, str]:
-    """``kreplica check --json`` as a user types it (no master given): verdict and stderr."""
-    done = subprocess.run([sys.executable, "-m", "pytest_kreplica.cli", "check", str(history),
+def _kreplica_check(env, history: Path, command: str = "check") -> tuple[dict, str]:
+    """``kreplica check --json`` (or ``verify-logs``) as a user types it (no master given):
+    verdict and stderr."""
+    done = subprocess.run([sys.executable, "-m", "pytest_kreplica.cli", command, str(history),
                            "--json"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), f"expected a verdict, exit {done.returncode}: " \
                                       f"{done.stderr[-2000:]}"
@@ -123,10 +125,47 @@ def _write_cycle(run_dir: Path) -> Path:
     return h.close()
 
 
+def _with_replicas(run_dir: Path) -> Path:
+    """A history that lost m3 (the broker kept it) and m6 (it never reached the log), with
+    a one-replica snapshot: its check looks both up in the log and verifies that log."""
+    from pytest_kreplica.validation.replicas.synth import (
+        build_batch,
+        message_values,
+        write_partition,
+    )
+    from tests.checker.conftest import History
+
+    h = History(run_dir)
+    h.acked(7).polls(1, [0, 1, 2]).event("rebalance", process=1).polls(1, [4, 5])
+    run = h.close()
+    ids = [f"m{i}" for i in range(6)]
+    write_partition(run / "replicas" / "1" / "t-0",
+                    [build_batch(0, message_values(ids[:3])),
+                     build_batch(3, message_values(ids[3:]))], per_segment=2)
+    (run / "replicas.json").write_text(json.dumps({
+        "nodes": {"1": "replicas/1"},
+        "partitions": [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1],
+                        "isr": [1], "high_watermark": 6}],
+        "at_rest": True}))
+    return run
+
+
 def test_the_command_joins_a_running_server_and_otherwise_checks_in_process(env, tmp_path):
+    """... and the server's driver runs a small history's check / verify-logs itself (its
+    log names the run) with exactly the answer of the command's own Connect session
+    (``KREPLICA_SPARK_SERVED=0``)."""
     history = ROOT / "fixtures" / "histories" / "lost"
+    run = _with_replicas(tmp_path / "replicas")
     a, _ = _client(env, tmp_path, "a")
+    answers = {}
     try:
+        for command in ("check", "verify-logs"):
+            answers[command], _ = _kreplica_check(env, run, command)
+            own, _ = _kreplica_check(dict(env, KREPLICA_SPARK_SERVED="0"), run, command)
+            assert answers[command] == own, f"{command}: served {answers[command]} != {own}"
+        log = next((tmp_path / "cache" / "spark" / "connect").glob("*.log")).read_text()
+        for op in ("check", "verify_logs"):
+            assert f"served {op} of {run.resolve()} in" in log, log[-3000:]
         supervisor, jvms = _server(tmp_path)
         joined, err = _kreplica_check(env, history)
         assert "validating on the machine's running Spark Connect server" in err, err
@@ -145,4 +184,7 @@ def test_the_command_joins_a_running_server_and_otherwise_checks_in_process(env,
     states = list((tmp_path / "cache" / "spark" / "connect").glob("*.json"))
     assert not states, f"the command started a server of its own: {states}"
     assert joined["counts"]["lost"] == 2 and not joined["passed"], joined
+    counts = answers["check"]["counts"]
+    assert (counts["lost"], counts["in_log"], counts["not_in_log"]) == (1, 1, 1), counts
+    assert not answers["check"]["passed"] and answers["verify-logs"]["valid"], answers
     assert (joined["counts"], joined["passed"]) == (alone["counts"], alone["passed"])

@@ -51,6 +51,12 @@ class Verdict:
             extra=dict(extra or {}),
         )
 
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Verdict:
+        """The inverse of ``to_dict``."""
+        return cls(valid=doc["valid"], semantics=doc["semantics"], counts=dict(doc["counts"]),
+                   examples=dict(doc["examples"]), extra=dict(doc.get("extra") or {}))
+
     def to_dict(self) -> dict[str, Any]:
         """The ``kreplica check --json`` object (``extra`` only when something is in it)."""
         out: dict[str, Any] = {
