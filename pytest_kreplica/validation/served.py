@@ -43,6 +43,7 @@ from .spark import AUTO, CONNECT, resolve_master, small_input
 ENV_SERVED = "KREPLICA_SPARK_SERVED"
 ANSWER_TIMEOUT_S = 600.0  # a small check queued behind a few others on a loaded machine
 CONNECT_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 30.0
 MAX_REQUEST = 1 << 16
 
 Op = Callable[[str, dict[str, Any]], dict[str, Any]]
@@ -87,11 +88,12 @@ class Desk(socketserver.ThreadingTCPServer):
 
 class _Handler(socketserver.StreamRequestHandler):
     server: Desk
+    timeout = REQUEST_TIMEOUT_S  # a caller that connects and sends nothing is let go
 
     def handle(self) -> None:
         try:
             req = json.loads(self.rfile.readline(MAX_REQUEST))
-        except ValueError:
+        except (ValueError, OSError):  # not JSON, or nothing sent in time
             return
         if not isinstance(req, dict) or not hmac.compare_digest(
                 str(req.get("token", "")).encode(), self.server.token.encode()):
