@@ -4,6 +4,7 @@ the whole test session (a Spark check costs seconds; a session start costs more)
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,30 @@ class History:
     def close(self) -> Path:
         self.writer.close()
         return self.run_dir
+
+
+def lost_in_and_out_of_the_log(h: History) -> Path:
+    """A history that lost m3 (read past; the broker kept it) and m6 (nothing read past it;
+    it never reached the log), with a one-replica snapshot of t-0 holding m0..m5: its check
+    looks both up in the replica's log."""
+    from pytest_kreplica.validation.replicas.synth import (
+        build_batch,
+        message_values,
+        write_partition,
+    )
+
+    h.acked(7).polls(1, [0, 1, 2]).event("rebalance", process=1).polls(1, [4, 5])
+    run = h.close()
+    ids = [f"m{i}" for i in range(6)]
+    write_partition(run / "replicas" / "1" / "t-0",
+                    [build_batch(0, message_values(ids[:3])),
+                     build_batch(3, message_values(ids[3:]))], per_segment=2)
+    (run / "replicas.json").write_text(json.dumps({
+        "nodes": {"1": "replicas/1"},
+        "partitions": [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1],
+                        "isr": [1], "high_watermark": 6}],
+        "at_rest": True}))
+    return run
 
 
 @pytest.fixture

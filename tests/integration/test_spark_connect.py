@@ -125,37 +125,14 @@ def _write_cycle(run_dir: Path) -> Path:
     return h.close()
 
 
-def _with_replicas(run_dir: Path) -> Path:
-    """A history that lost m3 (the broker kept it) and m6 (it never reached the log), with
-    a one-replica snapshot: its check looks both up in the log and verifies that log."""
-    from pytest_kreplica.validation.replicas.synth import (
-        build_batch,
-        message_values,
-        write_partition,
-    )
-    from tests.checker.conftest import History
-
-    h = History(run_dir)
-    h.acked(7).polls(1, [0, 1, 2]).event("rebalance", process=1).polls(1, [4, 5])
-    run = h.close()
-    ids = [f"m{i}" for i in range(6)]
-    write_partition(run / "replicas" / "1" / "t-0",
-                    [build_batch(0, message_values(ids[:3])),
-                     build_batch(3, message_values(ids[3:]))], per_segment=2)
-    (run / "replicas.json").write_text(json.dumps({
-        "nodes": {"1": "replicas/1"},
-        "partitions": [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1],
-                        "isr": [1], "high_watermark": 6}],
-        "at_rest": True}))
-    return run
-
-
 def test_the_command_joins_a_running_server_and_otherwise_checks_in_process(env, tmp_path):
     """... and the server's driver runs a small history's check / verify-logs itself (its
     log names the run) with exactly the answer of the command's own Connect session
     (``KREPLICA_SPARK_SERVED=0``)."""
     history = ROOT / "fixtures" / "histories" / "lost"
-    run = _with_replicas(tmp_path / "replicas")
+    from tests.checker.conftest import History, lost_in_and_out_of_the_log
+
+    run = lost_in_and_out_of_the_log(History(tmp_path / "replicas"))
     a, _ = _client(env, tmp_path, "a")
     answers = {}
     try:
