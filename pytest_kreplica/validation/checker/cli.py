@@ -12,6 +12,7 @@ import json
 import sys
 
 from ..outcome import recheck
+from ..replicas.cli import replica_bytes
 from ..served import ask
 from ..spark import one_off_jit, stop_spark
 from .core import history_bytes
@@ -21,8 +22,9 @@ from .verdict import Verdict
 def run_check(args) -> int:
     size = history_bytes(args.run_dir)
     master = getattr(args, "spark_master", None)
-    served = ask("check", args.run_dir, master=master, input_bytes=size,
-                 semantics=args.semantics)
+    # the replica logs are verified too when there is a snapshot: they count for the size
+    served = ask("check", args.run_dir, master=master, semantics=args.semantics,
+                 input_bytes=None if size is None else size + (replica_bytes(args.run_dir) or 0))
     if served is not None:  # the machine's server checked it (served.py)
         verdict, outcome = Verdict.from_dict(served["verdict"]), served["outcome"]
     else:
