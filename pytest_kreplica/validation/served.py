@@ -25,7 +25,6 @@ import json
 import os
 import socket
 import socketserver
-import sys
 import threading
 import time
 import traceback
@@ -33,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import errors
+from .. import errors, once
 from ..errors import CheckError, InputError, KreplicaError
 from .connect import paths, release, server_state
 from .outcome import recheck
@@ -73,8 +72,7 @@ class Desk(socketserver.ThreadingTCPServer):
     def __init__(self, master: str, token: str, ops: dict[str, Op] | None = None):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.master, self.token, self.ops = master, token, ops if ops is not None else OPS
-        self.lock = threading.Lock()
-        self.running = 0
+        self.lock = threading.Lock()  # held while a check runs
         self.last_end = time.monotonic()
 
     @property
@@ -83,7 +81,7 @@ class Desk(socketserver.ThreadingTCPServer):
 
     def idle_for(self) -> float:
         """Seconds since its last check ended; 0 while one runs."""
-        return 0.0 if self.running else time.monotonic() - self.last_end
+        return 0.0 if self.lock.locked() else time.monotonic() - self.last_end
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -107,28 +105,22 @@ class _Handler(socketserver.StreamRequestHandler):
         if op is None or not isinstance(req.get("run_dir"), str):
             return {"error": {"kind": "crash", "message": f"unknown request {req.get('op')!r}"}}
         with self.server.lock:
-            self.server.running += 1
             began = time.monotonic()
+            what = f"kreplica: served {req['op']} of {req['run_dir']}"  # a line in its log
             try:
                 result = {"ok": op(self.server.master, req)}
-                _say(f"served {req['op']} of {req['run_dir']} in {time.monotonic() - began:.2f} s")
+                once.say(f"{what} in {time.monotonic() - began:.2f} s")
                 return result
             except KreplicaError as exc:
-                _say(f"served {req['op']} of {req['run_dir']}: {type(exc).__name__}: {exc}")
+                once.say(f"{what}: {type(exc).__name__}: {exc}")
                 return {"error": {"kind": type(exc).__name__, "message": str(exc)}}
             except Exception as exc:
-                _say(f"served {req['op']} of {req['run_dir']} crashed:")
+                once.say(f"{what} crashed:")
                 traceback.print_exc()  # to the server's log
                 first = (str(exc).splitlines() or [""])[0][:300]
                 return {"error": {"kind": "crash", "message": f"{type(exc).__name__}: {first}"}}
             finally:
-                self.server.running -= 1
                 self.server.last_end = time.monotonic()
-
-
-def _say(line: str) -> None:
-    """A line in the server's log (its stderr) for each served check."""
-    print(f"kreplica: {line}", file=sys.stderr, flush=True)
 
 
 def open_desk(master: str, token: str) -> Desk:
@@ -159,13 +151,13 @@ def ask(op: str, run_dir: str, *, master: str | None, input_bytes: int | None,
     doc = server_state(start=url == CONNECT)
     if doc is None or "served_port" not in doc:
         return None
-    log = paths()["log"]
+    p = paths()
     try:
         return exchange(doc, {"token": doc["token"], "op": op,
                                "run_dir": str(Path(run_dir).resolve()),
-                               "semantics": semantics}, log)
+                               "semantics": semantics}, p["log"])
     finally:
-        release(paths())
+        release(p)
 
 
 def exchange(doc: dict[str, Any], req: dict[str, Any], log: Path) -> dict[str, Any] | None:
