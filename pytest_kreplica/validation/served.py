@@ -151,13 +151,13 @@ def ask(op: str, run_dir: str, *, master: str | None, input_bytes: int | None,
     doc = server_state(start=url == CONNECT)
     if doc is None or "served_port" not in doc:
         return None
-    p = paths()
+    server_paths = paths()
     try:
         return exchange(doc, {"token": doc["token"], "op": op,
                                "run_dir": str(Path(run_dir).resolve()),
-                               "semantics": semantics}, p["log"])
+                               "semantics": semantics}, server_paths["log"])
     finally:
-        release(p)
+        release(server_paths)
 
 
 def exchange(doc: dict[str, Any], req: dict[str, Any], log: Path) -> dict[str, Any] | None:
