@@ -86,11 +86,9 @@ def _window_1(one_task: bool) -> tuple[list[Column], list[str]]:
 
     A large history's buckets hold only known rows, or only rows at no known offset
     (``_bucket``), whose results ``_found`` masks: its windows compare the columns as they
-    are. Each ``_known(...)`` operand is an expression Spark computes into a column of its
-    own before the exchange, so four of them made every row 4 of 22 columns wider through
-    the shuffle, the sort and the window's buffer (in one warm session, alternating:
-    2M + 2M planted, task CPU per check 26.2 -> 22.1 s and 29.5 -> 26.1 s; 10M + 10M planted
-    128.1 -> 121.9 s). One task's single bucket mixes both kinds, so it keeps ``_known``."""
+    are. Each ``_known(...)`` operand would be a column of its own before the exchange,
+    carried through the shuffle, the sort and the window's buffer (docs/checker.md, "Window
+    1 over raw columns"). One task's single bucket mixes both kinds, so it keeps ``_known``."""
     value = _known if one_task else F.col
     korder = value("offset")
     w1 = Window.partitionBy(*W1_KEY).orderBy(korder)
