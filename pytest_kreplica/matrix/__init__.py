@@ -9,16 +9,19 @@ covering array in which every pair of values occurs), minus ``exclude`` entries,
     dimensions.py  the table DIMENSIONS: parser, default, type, id part, markers per dimension
     case.py        Case (typed attributes generated from the table) and Matrix
     expand.py      product / pairwise, defaults, cross-dimension checks, ids, markers
-    load.py        YAML files: find, parse strictly, validate, expand
+    catalog.py     where matrices come from: shipped, a project's directory, a path
+    load.py        YAML files: parse strictly, validate, expand
 """
 
 from __future__ import annotations
 
 from .case import Case, Matrix
+from .catalog import PATH, PROJECT, SHIPPED, Catalog, shipped_dir
 from .dimensions import DIMENSIONS, FAULT_ONLY, Dimension, InvalidValue, static_markers
 from .expand import STRATEGIES, derive_semantics
 from .load import TOP_LEVEL_KEYS, load_all, load_matrix, parse_matrix, resolve_matrices
 
-__all__ = ["DIMENSIONS", "FAULT_ONLY", "STRATEGIES", "TOP_LEVEL_KEYS", "Case", "Dimension",
+__all__ = ["DIMENSIONS", "FAULT_ONLY", "PATH", "PROJECT", "SHIPPED", "STRATEGIES", "TOP_LEVEL_KEYS",
+           "Case", "Catalog", "Dimension",
            "InvalidValue", "Matrix", "derive_semantics", "load_all", "load_matrix",
-           "parse_matrix", "resolve_matrices", "static_markers"]
+           "parse_matrix", "resolve_matrices", "shipped_dir", "static_markers"]

@@ -13,6 +13,7 @@ from ..errors import MatrixError
 from ..scenarios import SCENARIOS
 from ..yaml_strict import DuplicateKey, unique_key_loader
 from .case import Case, Matrix
+from .catalog import Catalog
 from .dimensions import DIMENSIONS, InvalidValue
 from .expand import STRATEGIES, build_case, combinations, complete, matches, matrix_error
 
@@ -163,31 +164,12 @@ def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None) -> Matrix
 
 
 def resolve_matrices(selectors: Iterable[str], matrices_dir: Path) -> list[Path]:
-    """Matrix files for ``--kreplica-matrix`` values (a name in ``matrices_dir`` or a path);
-    with no selector, every ``*.yaml`` of ``matrices_dir``, sorted by name. A missing
-    directory is an error: a run that finds no matrix must not pass by running nothing."""
-    selectors = list(selectors)
-    if not selectors:
-        if not matrices_dir.is_dir():
-            raise MatrixError(f"{matrices_dir}: kreplica_matrices_dir: no such directory; "
-                              f"allowed: a directory of matrix *.yaml files (ini "
-                              f"kreplica_matrices_dir, or --kreplica-matrix PATH)")
-        return sorted(p for p in matrices_dir.iterdir() if p.suffix in (".yaml", ".yml"))
-    paths: list[Path] = []
-    for sel in selectors:
-        candidate = Path(sel)
-        if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
-            path = candidate if candidate.is_absolute() else Path.cwd() / candidate
-        else:
-            path = matrices_dir / f"{sel}.yaml"
-        if not path.is_file():
-            known = ([p.stem for p in sorted(matrices_dir.glob("*.yaml"))]
-                     if matrices_dir.is_dir() else [])
-            raise MatrixError(f"{path}: --kreplica-matrix: no such matrix file; allowed: a path "
-                              f"or a name in {matrices_dir} ({', '.join(known) or 'none'})")
-        if path not in paths:
-            paths.append(path)
-    return paths
+    """Matrix files for ``--kreplica-matrix`` values (a name or a path), the names of
+    ``matrices_dir`` over the shipped ones (``Catalog``); with no selector, every ``*.yaml``
+    of ``matrices_dir``, sorted by name. A missing directory is an error here: a run that
+    finds no matrix must not pass by running nothing (the plugin defaults to the shipped
+    matrices only when the directory was not configured)."""
+    return Catalog(matrices_dir, required=True).resolve(selectors)
 
 
 def load_all(paths: Iterable[Path], defaults: Mapping[str, Any] | None = None) -> list[Matrix]:

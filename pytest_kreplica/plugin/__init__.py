@@ -28,7 +28,7 @@ from ..cluster.external import ExternalCluster
 from ..cluster.pool import ClusterPool, cluster_spec, spec_key
 from ..errors import InputError, MatrixError
 from ..logmodel import pytest_plugin as log_model
-from ..matrix import Case, Matrix, load_all, resolve_matrices, static_markers
+from ..matrix import Case, Catalog, Matrix, load_all, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
 from ..validation import jit, warmup
@@ -39,6 +39,7 @@ from .options import KreplicaOptions, add_options, resolve
 from .suite import ReplicationSuite, SuitePlugin, replica_logs
 from .summary import RESULT_PROPERTY, SummaryCollector, encode
 
+KAFKA_PYTHON_WARNING = r"(read|open)_text is deprecated"
 _OPTIONS = pytest.StashKey[KreplicaOptions]()
 _MATRICES = pytest.StashKey["list[Matrix] | MatrixError"]()
 _EXTERNAL = pytest.StashKey["external.ExternalConfig | None"]()
@@ -63,6 +64,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", external.MARKER)
+    # kafka-python's protocol loader warns hundreds of times per run about a stdlib API it
+    # calls; not the user's to act on, and a project without our ini file would see them all
+    config.addinivalue_line("filterwarnings", f"ignore:{KAFKA_PYTHON_WARNING}:DeprecationWarning")
     cluster_file = external.load_cluster(config)
     config.stash[_EXTERNAL] = cluster_file
     if cluster_file is not None:  # cases it cannot run are deselected, each reason said once
@@ -96,18 +100,24 @@ def _register_markers(config: pytest.Config, matrices: list[Matrix]) -> None:
                     registered.add(name)
 
 
+def catalog(opts: KreplicaOptions) -> Catalog:
+    """The matrices this run can name: the shipped ones and the project's directory."""
+    return Catalog(opts.matrices_dir, required=opts.matrices_dir_required)
+
+
 def _matrices(config: pytest.Config) -> list[Matrix]:
     """The selected matrices, loaded once per process; a problem is kept for
     ``pytest_collection_modifyitems`` to report as one line."""
     if _MATRICES not in config.stash:
         opts = config.stash[_OPTIONS]
         defaults = {"kafka_version": opts.kafka_version, "backend": opts.backend}
-        if not opts.matrices and not opts.matrices_dir.is_dir():
+        known = catalog(opts)
+        if not opts.matrices and known.required and not known.has_project():
             # only an error where a scenario test needs cases (pytest_generate_tests)
             config.stash[_MATRICES] = []
             return []
         try:
-            matrices = load_all(resolve_matrices(opts.matrices, opts.matrices_dir), defaults)
+            matrices = load_all(known.resolve(opts.matrices), defaults)
         except MatrixError as exc:
             config.stash[_MATRICES] = exc
             return []
@@ -124,9 +134,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     scenario = marker.args[0] if marker.args else marker.kwargs.get("name", "replication")
     opts = metafunc.config.stash[_OPTIONS]
     matrices = _suite_matrices(metafunc)
-    if not matrices and not opts.matrices and not opts.matrices_dir.is_dir():
+    if not matrices and not opts.matrices:
         try:
-            resolve_matrices([], opts.matrices_dir)
+            catalog(opts).check_project()
         except MatrixError as exc:  # one line, no traceback, exit != 0
             pytest.fail(str(exc), pytrace=False)
     params = []
@@ -148,8 +158,7 @@ def _suite_matrices(metafunc: pytest.Metafunc) -> list[Matrix]:
         return []
     opts = metafunc.config.stash[_OPTIONS]
     try:
-        matrices = load_all(resolve_matrices(cls.kreplica_matrix_selectors(),
-                                             opts.matrices_dir),
+        matrices = load_all(catalog(opts).resolve(cls.kreplica_matrix_selectors()),
                             {"kafka_version": opts.kafka_version, "backend": opts.backend})
     except MatrixError as exc:
         pytest.fail(f"{cls.__name__}.kreplica_matrices: {exc}", pytrace=False)

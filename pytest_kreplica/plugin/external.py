@@ -12,6 +12,7 @@ import pytest
 
 from ..cluster.external_config import ExternalConfig, load
 from ..errors import InputError
+from ..matrix import Case
 
 HELP_CLUSTER = ("YAML file describing a running cluster and its fault commands: every case "
                 "runs against it (backend external; env KREPLICA_CLUSTER)")
@@ -48,7 +49,7 @@ class ExternalPlugin:
 
     def reason(self, item: pytest.Item) -> str | None:
         case = getattr(item, "callspec", None) and item.callspec.params.get("kreplica_case")
-        if case is None:
+        if not isinstance(case, Case):  # no case, or an empty parametrization's placeholder
             return None
         if case.backend != "external":
             return (f"its matrix pins backend {case.backend}; --kreplica-cluster runs "

@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -29,11 +29,8 @@ from ..cluster import distribution, docker_image, faketime, prepared
 from ..cluster.base import CLOCK_FAILURES, LINK_FAILURES
 from ..cluster.launcher import Launcher
 from ..errors import KreplicaError
+from ..matrix import Case
 from ..validation import spark
-
-if TYPE_CHECKING:
-    from ..matrix import Case
-
 
 NEEDS_KEY = "kreplica_needs_file"
 LINKS = "links"
@@ -64,7 +61,7 @@ def items_needs(items: Iterable[pytest.Item]) -> set[Need]:
         if callspec is None or "kreplica_pool" not in getattr(item, "fixturenames", ()):
             continue
         case = callspec.params.get("kreplica_case")
-        if case is not None:
+        if isinstance(case, Case):  # not the placeholder of an empty parametrization
             needs |= case_needs(case)
     return needs
 

@@ -13,9 +13,12 @@ import pytest
 from ..cluster import backend_names
 from ..matrix import DIMENSIONS, InvalidValue
 
-HELP_MATRIX = ("matrix to run: a name in the matrices directory or a path to a YAML file "
-               "(repeatable; default: every matrix of kreplica_matrices_dir)")
-HELP_MATRICES_DIR = "directory of matrix YAML files, relative to rootdir (default: matrices)"
+HELP_MATRIX = ("matrix to run: a name (the project's matrices directory, then the shipped "
+               "matrices) or a path to a YAML file (repeatable; default: every matrix of "
+               "kreplica_matrices_dir if it exists, else every shipped matrix)")
+HELP_MATRICES_DIR = ("the project's directory of matrix YAML files, relative to rootdir; its "
+                     "names add to the shipped matrices and override one of the same name "
+                     "(default: matrices, if it exists)")
 HELP_OUTPUT = ("directory for the cases' run directories, one sub-directory per case "
                "(default: under pytest's basetemp; env KREPLICA_OUTPUT)")
 HELP_KAFKA_VERSION = ("Kafka version x.y.z for cases whose matrix does not set one "
@@ -44,7 +47,7 @@ def add_options(parser: pytest.Parser) -> None:
                     help=HELP_SPARK_MASTER)
     group.addoption("--kreplica-no-replica-check", action="store_true", default=None,
                     help=HELP_NO_REPLICA_CHECK)
-    parser.addini("kreplica_matrices_dir", HELP_MATRICES_DIR, default="matrices")
+    parser.addini("kreplica_matrices_dir", HELP_MATRICES_DIR, default=None)
     # default=None: getini returns None when the ini file does not set the key
     parser.addini("kreplica_output", HELP_OUTPUT, default=None)
     parser.addini("kreplica_kafka_version", HELP_KAFKA_VERSION, default=None)
@@ -60,6 +63,7 @@ class KreplicaOptions:
 
     matrices: tuple[str, ...]
     matrices_dir: Path
+    matrices_dir_required: bool  # set in the ini file: missing is an error, not "shipped"
     output: Path | None
     kafka_version: str | None
     backend: str
@@ -108,9 +112,11 @@ def resolve(config: pytest.Config) -> KreplicaOptions:
                      _truthy(env.get("KREPLICA_NO_REPLICA_CHECK")), False)
     spark = _pick(config.getoption("kreplica_spark_master"),
                   config.getini("kreplica_spark_master"), env.get("KREPLICA_SPARK_MASTER"))
+    matrices_dir = config.getini("kreplica_matrices_dir")
     return KreplicaOptions(
         matrices=tuple(config.getoption("kreplica_matrix") or ()),
-        matrices_dir=root / str(config.getini("kreplica_matrices_dir") or "matrices"),
+        matrices_dir=root / str(matrices_dir or "matrices"),
+        matrices_dir_required=bool(matrices_dir),
         output=None if output in (None, "") else (Path.cwd() / str(output)).resolve(),
         kafka_version=version,
         backend=str(backend),

@@ -35,6 +35,7 @@ from ..cluster.external import ExternalCluster
 from ..cluster.external_config import ExternalConfig, load
 from ..cluster.pool import ClusterPool
 from ..errors import InputError
+from ..matrix import Case
 from .external import cluster_file
 
 ENVIRONMENT_HELP = ("a ReplicationSuite subclass provides its cluster through the class-scoped "
@@ -161,7 +162,7 @@ class SuitePlugin:
             cls = suite_class(item)
             case = getattr(item, "callspec", None) and item.callspec.params.get("kreplica_case")
             reason = None
-            if cls is not None and case is not None:
+            if cls is not None and isinstance(case, Case):
                 if cls not in declared:
                     try:
                         declared[cls] = cls.kreplica_declared()

@@ -111,13 +111,22 @@ def test_malformed_matrix_under_xdist_is_one_line_too(project):
     assert "INTERNALERROR" not in result.stdout.str()
 
 
-def test_missing_matrices_dir_fails_instead_of_skipping(project):
+def test_without_a_matrices_dir_the_shipped_matrices_run(project):
     (project.path / "matrices" / "mini.yaml").unlink()
     (project.path / "matrices").rmdir()
+    result = project.runpytest("--collect-only", "-q", "-m", "smoke")
+    assert result.ret == 0
+    assert collected_ids(result) and all(i.startswith("smoke-") for i in collected_ids(result))
+
+
+def test_configured_missing_matrices_dir_fails_instead_of_skipping(project):
+    (project.path / "matrices" / "mini.yaml").unlink()
+    (project.path / "matrices").rmdir()
+    project.makeini("[pytest]\nkreplica_matrices_dir = mine\n")
     result = project.runpytest("-q")
     assert result.ret != 0
     out = result.stdout.str()
-    assert f"{project.path / 'matrices'}: kreplica_matrices_dir: no such directory" in out
+    assert f"{project.path / 'mine'}: kreplica_matrices_dir: no such directory" in out
     assert "Traceback" not in out and "1 passed" not in out
 
 
@@ -125,7 +134,7 @@ def test_unknown_matrix_name_is_one_line(project):
     result = project.runpytest("-q", "--kreplica-matrix", "nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "nope.yaml: --kreplica-matrix: no such matrix file; allowed:" in result.stderr.str()
-    assert "(mini)" in result.stderr.str()
+    assert "mini, " in result.stderr.str() and "smoke" in result.stderr.str()  # shipped too
 
 
 def test_bad_option_values_are_one_line(project):
