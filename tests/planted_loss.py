@@ -1,13 +1,15 @@
 """The planted acks=1 loss that the trade-off tests share (tests/unit/test_tradeoffs.py and
 tests/checker/test_verdicts.py): node 1 acknowledged m0..m3 at offsets 0..3 and was killed at
-``STRIKE_NS``; node 2, which never had m3, led after and wrote m4, m5 at 3, 4; a consumer
-read 0, 1, 2, then m4 and m5. Each test adds its own replica snapshot and metadata."""
+``STRIKE_NS`` (the cluster's follower lag bound: ``LAG_BOUND_MS``); node 2, which never had
+m3, led after and wrote m4, m5 at 3, 4; a consumer read 0, 1, 2, then m4 and m5. Each test
+adds its own replica snapshot and metadata."""
 
 from __future__ import annotations
 
 from pytest_kreplica.history import RunWriter
 
 STRIKE_NS = 50
+LAG_BOUND_MS = 5000  # the follower lag bound the planted cluster ran with
 
 
 def leader_kill(elected_from_isr=True):
@@ -15,7 +17,8 @@ def leader_kill(elected_from_isr=True):
     return [{"index": 1, "failure": "hard", "target": "leader", "topic": "t", "partition": 0,
              "node": 1, "leader_before": 1, "isr_before": [1, 2, 3], "led_before": ["t-0"],
              "strike_ns": STRIKE_NS, "restore_ns": 500, "new_leader": 2, "election_s": 1e-7,
-             "elected_from_isr": elected_from_isr}]
+             "elected_from_isr": elected_from_isr, "before_ns": STRIKE_NS - 10,
+             "lag_bound_ms": LAG_BOUND_MS}]
 
 
 def write_lost_m3(run):

@@ -163,6 +163,14 @@ class Cluster(abc.ABC):
     def log_files(self) -> dict[int, Path]:
         return {n.node_id: n.log_file for n in self.nodes}
 
+    def follower_lag_bound_ms(self) -> int | None:
+        """The ``replica.lag.time.max.ms`` the brokers run with (the loss evidence's window,
+        ``validation.evidence``): a follower that has not caught up for that long leaves the
+        ISR. Here, a cluster the suite does not configure: only a spec's own setting is
+        known (None otherwise); the backends that render server.properties say theirs."""
+        value = dict(self.spec.broker_config).get("replica.lag.time.max.ms")
+        return int(value) if value is not None and str(value).strip().isdigit() else None
+
     def describe(self) -> dict[str, Any]:
         """JSON-able description for run.json."""
         return {
@@ -170,6 +178,7 @@ class Cluster(abc.ABC):
             "kafka_version": self.spec.kafka_version,
             "brokers": self.spec.brokers,
             "broker_config": dict(self.spec.broker_config),
+            "follower_lag_bound_ms": self.follower_lag_bound_ms(),
             "bootstrap_servers": self.bootstrap_servers,
             "nodes": {str(n.node_id): {"address": n.address, "log_dir": str(n.log_dir),
                                        "log_file": str(n.log_file)} for n in self.nodes},

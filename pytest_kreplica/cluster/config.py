@@ -28,6 +28,20 @@ TUNED_FAULT_SETTINGS = {
     "auto.leader.rebalance.enable": "false",
 }
 
+# Kafka's own default of the follower lag bound (a cluster started without the tuned settings)
+KAFKA_DEFAULT_LAG_MS = 30000
+LAG_KEY = "replica.lag.time.max.ms"
+
+
+def follower_lag_bound_ms(extra: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+                          tuned: bool = True) -> int | None:
+    """``replica.lag.time.max.ms`` of a node rendered by ``server_properties`` with these
+    ``extra`` settings (None when the value is not a whole number of ms)."""
+    value = {**(TUNED_FAULT_SETTINGS if tuned else {}), **dict(extra)}.get(
+        LAG_KEY, str(KAFKA_DEFAULT_LAG_MS))
+    return int(value) if str(value).strip().isdigit() else None
+
+
 # Small thread pools and buffers: several clusters share a 2-core machine.
 SMALL_FOOTPRINT = {
     "num.network.threads": "2",

@@ -130,6 +130,9 @@ class DockerCluster(IptablesPartitions, AdminCluster):
     def _cut_off(self) -> bool:
         return bool(self._partitioned)
 
+    def follower_lag_bound_ms(self) -> int | None:
+        return config.follower_lag_bound_ms(self.spec.broker_config)
+
     def describe(self) -> dict:
         out = super().describe()
         out.update({"kafka_version": self.kafka_version, "image": self.image,

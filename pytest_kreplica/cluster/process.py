@@ -86,6 +86,9 @@ class ProcessCluster(AdminCluster):
             self._states[node_id] = NodeState.STOPPED
         return self._states.get(node_id, NodeState.STOPPED)
 
+    def follower_lag_bound_ms(self) -> int | None:
+        return kconfig.follower_lag_bound_ms(self.spec.broker_config, self.tuned)
+
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info.update(kafka_version=self.kafka_version, cluster_id=self.cluster_id,

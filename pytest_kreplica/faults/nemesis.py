@@ -36,6 +36,7 @@ from .elections import Elections, now_ns
 from .failure import Failure
 from .isrviews import isr_before
 from .isrwatch import watch_fault
+from .leadership import leaders, led_by, read_partitions
 from .plan import FaultPlan, FaultRecord, FaultSpec
 from .registry import COMPONENT_TARGETS, FAILURES, TARGETS, WORKLOAD_TARGETS
 
@@ -136,14 +137,16 @@ class Nemesis(Elections):
         rec = FaultRecord(spec.index, spec.failure, spec.target, topic, partition)
         self.records.append(rec)
         struck, watch = False, None
+        rec.lag_bound_ms = self._lag_bound()
         try:
             state = self._wait_for_leader(topic, partition, set())
-            rec.leader_before = state.leader
+            rec.leader_before, rec.before_ns = state.leader, now_ns()
             rec.isr_before, _ = isr_before(self.cluster, topic, partition)
             rec.controller_before = (self.cluster.active_controller()
                                      if getattr(self.cluster, "finds_controller", True) else None)
             rec.node = self._choose_victim(spec, state)
-            rec.led_before = self._led_by(rec.node)
+            rec.partitions_before = read_partitions(self.cluster, self.partitions)
+            rec.led_before = led_by(rec.partitions_before, rec.node)
             struck = True
             watch = watch_fault(self.cluster, self.writer, FAILURES[spec.failure], rec)
             self._strike(spec, rec)
@@ -160,9 +163,19 @@ class Nemesis(Elections):
         finally:
             if struck:
                 self._restore(spec, rec)
+                if rec.recovered_ns is not None:  # every replica in sync: leaders settled
+                    rec.leaders_after = leaders(read_partitions(self.cluster, self.partitions))
+                    rec.after_ns = now_ns()
             if watch is not None:
                 watch.finish(rec)
         return rec
+
+    def _lag_bound(self) -> int | None:
+        """The cluster's follower lag bound, as its description in run.json says it."""
+        try:
+            return self.cluster.follower_lag_bound_ms()
+        except Exception:  # a cluster that cannot say: no window, nothing excused by it
+            return None
 
     @staticmethod
     def _hold(spec: FaultSpec, rec: FaultRecord) -> None:
@@ -246,15 +259,6 @@ class Nemesis(Elections):
                              f"(replicas {list(state.replicas)}); a follower target needs "
                              f"replication_factor >= 2")
         return followers[int(spec.pick * 7919) % len(followers)]
-
-    def _led_by(self, node: int) -> list[str] | None:
-        """The case's partitions ``node`` leads now: the evidence a lost acks=1 record of
-        a partition other than the watched one is checked against (``evidence``)."""
-        try:
-            return [f"{t}-{p}" for t, p in self.partitions
-                    if self.cluster.partition_state(t, p).leader == node]
-        except Exception:  # unknown: no partition but the watched one can be excused
-            return None
 
     def _strike(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]

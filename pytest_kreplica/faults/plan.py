@@ -55,6 +55,16 @@ class FaultRecord:
     # a follower that rejoined in between may be elected cleanly
     isr_before: list[int] = field(default_factory=list)
     led_before: list[str] | None = None  # "topic-partition"s of the case the victim led
+    # when the first metadata read of the fault began: every ISR above was read after it
+    before_ns: int | None = None
+    # the follower lag bound (replica.lag.time.max.ms) the cluster runs with, None unknown:
+    # with ``before_ns`` it bounds the loss evidence's window from below
+    lag_bound_ms: int | None = None
+    # every partition of the case before the strike, "topic-partition" -> {"leader", "isr"},
+    # and each one's leader once the cluster recovered (``leadership``); None: unread
+    partitions_before: dict[str, dict[str, Any]] | None = None
+    leaders_after: dict[str, int | None] | None = None
+    after_ns: int | None = None  # when ``leaders_after`` was read
     strike_ns: int | None = None  # just before the strike was sent
     struck_ns: int | None = None  # once it returned: a killed process is gone by then
     restore_ns: int | None = None

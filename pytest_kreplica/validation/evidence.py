@@ -1,24 +1,39 @@
 """Which faults of a run can explain a lost acknowledged record, from what the nemesis saw.
 
 Loss is never excused by a case's configuration, only by an event recorded while the case
-ran (docs/failures.md "Loss and its evidence"):
+ran (docs/failures.md "Loss and its evidence"). Each event has a window: a record is
+excused when it was sent before the window's end (``until_ns``: the struck leader could
+still acknowledge it alone) and, where the event has a start (``from_ns``), acknowledged
+after that start (before it, a follower the clean election could pick already held it).
 
 - an **election from outside the ISR** (unclean leader election): the fault record's
   ``elected_from_isr`` is false; it explains loss of records of that partition sent before
-  the new leader was seen, under any acks;
+  the new leader was seen, under any acks. No start: the new leader had left the ISR at
+  a time nothing records, and may have stopped fetching at any time before;
 - with **acks 1 or 0**, a **leader change**: the struck node led the record's partition
-  just before the strike (the watched partition's ``leader_before``, or ``led_before`` for
-  the case's other partitions) and leadership moved (a new leader was seen, or the fault
-  kills or cuts off the process); it explains loss of records of that partition sent while
-  that leader could still acknowledge them alone (a killed leader: before the strike; a
-  terminated one: before the new leader was seen; a cut-off or paused one: until every
-  replica was back in sync after the heal / resume);
+  just before the strike and leadership moved away from it. On the watched partition: a
+  new leader was seen (or the fault kills or cuts off the process), as the nemesis
+  measured it. On every other partition of the case: ``partitions_before`` names the
+  struck node its leader and ``leaders_after`` (read once the cluster recovered) another
+  node - for every failure type, a pause included, so a pause that moved no leadership
+  excuses nothing. The window ends while that leader could still acknowledge records alone
+  (a killed leader: the strike; a terminated one: the new leader seen; a cut-off or paused
+  one: every replica back in sync after the heal / resume). It **starts** at
+  ``before_ns - 1.5 * lag_bound_ms - CLOCK_MARGIN_S``: ``before_ns`` is when the nemesis
+  began reading the ISR it judged the fault against, ``lag_bound_ms`` the cluster's
+  ``replica.lag.time.max.ms`` (run.json ``cluster.follower_lag_bound_ms``). A follower in
+  that ISR had caught up with the leader's log end within ``lag_bound_ms`` of the leader's
+  last ISR check, and the leader checks every ``lag_bound_ms / 2``: whatever the leader had
+  acknowledged before the start, every replica a clean election could choose held. A
+  record acknowledged before it is not excused by a leader change; a fault record without
+  a lag bound gives no window, so no leader change excuses anything;
 - a **power loss of every replica** (a failure with ``segments_cut``: ``power_loss_all``, or
   ``power_loss`` at replication factor 1): the strike's measurement names the partition's
   segment files as cut on at least ``replication_factor`` nodes (bytes they had not fsynced
   were dropped on every copy); it explains loss of records of that partition sent
-  before the last node was cut, under any acks. With ``flush.messages: 1`` no segment loses
-  bytes, so nothing is excused there.
+  before the last node was cut, under any acks. No start: Kafka's default flush settings
+  leave bytes unsynced since the segment's last fsync, whose time nothing records. With
+  ``flush.messages: 1`` no segment loses bytes, so nothing is excused there.
 
 Fault records are the nemesis's ``FaultRecord.to_dict()`` rows (verdict.json ``faults``).
 """
@@ -33,6 +48,10 @@ from ..faults.registry import FAILURES
 UNCLEAN = "election from outside the ISR"
 POWER = "power loss of every replica"
 LEADER_CHANGE = "leader change with acks {acks}"
+LAG_CHECKS = 1.5  # the lag bound, plus the leader's ISR check interval (half of it)
+NO_LAG_BOUND = ("the fault record names no follower lag bound (lag_bound_ms): the window "
+                "has no start, so it excuses nothing")
+CLOCK_MARGIN_S = 2.0  # an ISR shrink reaching the metadata read; the two clocks' reads
 
 
 def _leader_gone_ns(fault: dict[str, Any]) -> int | None:
@@ -55,10 +74,69 @@ def _leader_gone_ns(fault: dict[str, Any]) -> int | None:
     return fault.get("restore_ns") or fault.get("strike_ns")
 
 
+def window_start_ns(fault: dict[str, Any]) -> int | None:
+    """The earliest acknowledgement a leader change of ``fault`` can explain (see the
+    module docstring), or None when the record names no follower lag bound."""
+    lag_ms, since = fault.get("lag_bound_ms"), fault.get("before_ns") or fault.get("strike_ns")
+    if not isinstance(lag_ms, int) or isinstance(lag_ms, bool) or lag_ms < 0 or since is None:
+        return None
+    return int(since - LAG_CHECKS * lag_ms * 1_000_000 - CLOCK_MARGIN_S * 1e9)
+
+
+def _moved_away(fault: dict[str, Any], name: str) -> int | None | bool:
+    """Whether the partition ``name`` (not the watched one), led by the struck node before,
+    is led by another node after the recovery: that leader, or False."""
+    before = (fault.get("partitions_before") or {}).get(name) or {}
+    after = (fault.get("leaders_after") or {}).get(name)
+    if before.get("leader") != fault["node"] or after is None or after == fault["node"]:
+        return False
+    return after
+
+
+def _leader_changes(f: dict[str, Any], base: dict[str, Any], moves: bool, acks: int
+                    ) -> list[dict[str, Any]]:
+    """The acks 1/0 leader-change events of one fault, on every partition it moved."""
+    start = window_start_ns(f)
+    watched = f"{f['topic']}-{f.get('partition')}"
+    out = []
+    if f["node"] == f.get("leader_before"):
+        new = f.get("new_leader")
+        if new is None:
+            new = _moved_away(f, watched) or None
+        if new is not None or moves:
+            out.append({**base, "topic": f["topic"], "partition": f.get("partition"),
+                        "new_leader": new, "new": new})
+    for name in sorted(f.get("partitions_before") or {}):
+        topic, _, part = name.rpartition("-")
+        new = _moved_away(f, name)
+        if name != watched and part.isdigit() and new is not False:
+            out.append({**base, "topic": topic, "partition": int(part), "new": new,
+                        "leader_before": f["node"], "new_leader": new,
+                        "isr_before": f["partitions_before"][name].get("isr")})
+    for e in out:
+        name = f"{e['topic']}-{e['partition']}"
+        new = e.pop("new")
+        e["kind"] = LEADER_CHANGE.format(acks=acks)
+        if start is None:
+            e.update(unbounded=NO_LAG_BOUND, why=f"{f.get('failure')} failure of node "
+                     f"{f['node']}, leader of {name}: {NO_LAG_BOUND}")
+            continue
+        ahead_s = (f["strike_ns"] - start) / 1e9
+        e.update(from_ns=start,
+                 why=f"{f.get('failure')} failure of node {f['node']}, leader of {name}, "
+                     f"with acks={acks}: records it acknowledged alone, from {ahead_s:.1f} s "
+                     f"before the strike ({LAG_CHECKS:g} x the follower lag bound "
+                     f"{f['lag_bound_ms']} ms and {CLOCK_MARGIN_S:g} s before the ISR was "
+                     f"read), may not have reached a follower"
+                     + (f"; new leader {new}" if new is not None else ""))
+    return out
+
+
 def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] | None
                     ) -> list[dict[str, Any]]:
-    """Every (fault, partition) that can explain loss, with its time window and the facts
-    it rests on (shown in verdict.json and report.html)."""
+    """Every (fault, partition) that can explain loss, with its time window
+    (``from_ns``, None: no start; ``until_ns``) and the facts it rests on (shown in
+    verdict.json and report.html)."""
     params = params or {}
     acks = params.get("acks", -1)
     out: list[dict[str, Any]] = []
@@ -73,7 +151,7 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
         base = {"fault": f.get("index"), "failure": f.get("failure"),
                 "target": f.get("target"), "node": f.get("node"),
                 "leader_before": f.get("leader_before"), "isr_before": f.get("isr_before"),
-                "new_leader": f.get("new_leader"), "until_ns": until}
+                "new_leader": f.get("new_leader"), "from_ns": None, "until_ns": until}
         watched = (f["topic"], f.get("partition"))
         led_watched = f["node"] == f.get("leader_before")
         if led_watched and f.get("new_leader") is not None and f.get("elected_from_isr") is False:
@@ -84,28 +162,8 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
         if failure is not None and failure.segments_cut is not None:
             out.extend(_power_events(failure.segments_cut(f.get("measured")), base,
                                      int(params.get("replication_factor") or 3)))
-        if acks not in (0, 1):
-            continue
-        led: list[tuple[str, int]] = []
-        if led_watched and (f.get("new_leader") is not None or moves):
-            led.append(watched)
-        if moves:
-            for name in f.get("led_before") or []:
-                topic, _, part = str(name).rpartition("-")
-                if part.isdigit() and (topic, int(part)) != watched:
-                    led.append((topic, int(part)))
-        for topic, partition in led:
-            if (topic, partition) != watched:  # only the victim's leadership is known there
-                base = {**base, "leader_before": f["node"], "isr_before": None,
-                        "new_leader": None}
-            out.append({**base, "kind": LEADER_CHANGE.format(acks=acks), "topic": topic,
-                        "partition": partition,
-                        "why": f"{f.get('failure')} failure of node {f['node']}, leader of "
-                               f"{topic}-{partition}, with acks={acks}: records it had "
-                               f"acknowledged alone may not have reached a follower"
-                               + (f"; new leader {f['new_leader']}"
-                                  if f.get("new_leader") is not None
-                                  and (topic, partition) == watched else "")})
+        if acks in (0, 1):
+            out.extend(_leader_changes(f, base, moves, acks))
     return out
 
 
@@ -122,13 +180,35 @@ def _power_events(cut: dict[str, set[int]], base: dict[str, Any], replicas: int
     return out
 
 
+def in_window(event: dict[str, Any], invoke_ns: int | None, acked_ns: int | None) -> bool:
+    """Whether a record sent at ``invoke_ns`` and acknowledged at ``acked_ns`` (None:
+    unknown, then no later than known: ``invoke_ns``) lies in ``event``'s window."""
+    if invoke_ns is None or invoke_ns > event["until_ns"] or event.get("unbounded"):
+        return False
+    start = event.get("from_ns")
+    return start is None or max(invoke_ns, acked_ns or invoke_ns) >= start
+
+
 def find_excuse(events: list[dict[str, Any]], topic: str, partition: int,
-                invoke_ns: int | None) -> dict[str, Any] | None:
+                invoke_ns: int | None, acked_ns: int | None = None) -> dict[str, Any] | None:
     """The first event that explains the loss of a record of ``topic-partition`` sent at
-    ``invoke_ns``, or None."""
+    ``invoke_ns`` and acknowledged at ``acked_ns``, or None."""
     for e in events:
-        if (e["topic"], e["partition"]) != (topic, partition):
-            continue
-        if invoke_ns is not None and invoke_ns <= e["until_ns"]:
+        if (e["topic"], e["partition"]) == (topic, partition) and \
+                in_window(e, invoke_ns, acked_ns):
             return e
     return None
+
+
+def why_unexcused(events: list[dict[str, Any]], topic: str, partition: int,
+                  invoke_ns: int | None, acked_ns: int | None = None) -> str:
+    """Why no event excuses that record: the events of its partition and their windows."""
+    mine = [e for e in events if (e["topic"], e["partition"]) == (topic, partition)]
+    if not mine:
+        return ""
+    return "; ".join(
+        f"fault #{e['fault']} ({e['kind']}): {e['unbounded']}" if e.get("unbounded") else
+        f"fault #{e['fault']} ({e['kind']}) excuses records sent by {e['until_ns']} ns"
+        + (f" and acknowledged from {e['from_ns']} ns" if e.get("from_ns") is not None
+           else "") + f", this one was sent at {invoke_ns} ns, acknowledged at "
+                      f"{acked_ns} ns" for e in mine)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..rundir import REPLICAS_JSON
 from .checker.anomalies import EXCUSABLE, INVALIDATING
-from .evidence import excusing_events, find_excuse
+from .evidence import excusing_events, find_excuse, why_unexcused
 from .replicas.layout import load_layout
 
 EXAMPLES = 10
@@ -71,7 +71,8 @@ def missing_records(acked, polls) -> dict[str, dict[str, Any]]:
 
     never = acked.filter(pc.invert(pc.is_in(acked["id"], value_set=pc.unique(polls["id"]))))
     out: dict[str, dict[str, Any]] = {}
-    for r in never.select(["id", "topic", "partition", "offset", "invoke_ns"]).to_pylist():
+    cols = ["id", "topic", "partition", "offset", "invoke_ns", "complete_ns"]
+    for r in never.select([c for c in cols if c in never.column_names]).to_pylist():
         if r["id"] not in out or r["offset"] < out[r["id"]]["offset"]:
             out[r["id"]] = r
     return out
@@ -148,16 +149,18 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
             continue
         if not (run_dir / REPLICAS_JSON).exists():
             continue
-        event = find_excuse(events, rec["topic"], rec["partition"], rec["invoke_ns"])
+        at = (rec["topic"], rec["partition"], rec["invoke_ns"], rec.get("complete_ns"))
+        event = find_excuse(events, *at)
         if event is None:
             refused.append(f"{rid} (acknowledged at {rec['topic']}-{rec['partition']} "
                            f"offset {rec['offset']}) is in no replica's log and no fault "
-                           f"explains its loss (no election outside the ISR"
-                           + (", no leader change" if (params or {}).get("acks") in (0, 1)
-                              else "") + ")")
+                           f"explains its loss (" + (why_unexcused(events, *at) or (
+                               "no election outside the ISR"
+                               + (", no leader change" if (params or {}).get("acks") in (0, 1)
+                                  else ""))) + ")")
             continue
         excused.add(rid)
-        entry = used.setdefault(id(event), {k: v for k, v in event.items() if k != "until_ns"})
+        entry = used.setdefault(id(event), dict(event))
         entry["excused"] = entry.get("excused", 0) + 1
     for c in clashes:
         at = f"{c['topic']}-{c['partition']} offset {c['offset']}"

@@ -149,8 +149,12 @@ def test_a_failed_follower_that_led_another_partition_explains_loss_there(tmp_pa
     run = lost_m3(tmp_path)
     follower = [{**leader_kill()[0], "target": "follower", "partition": 5, "node": 1,
                  "leader_before": 2, "led_before": ["t-0"], "new_leader": None,
-                 "election_s": None, "elected_from_isr": None}]
+                 "election_s": None, "elected_from_isr": None,
+                 "partitions_before": {"t-0": {"leader": 1, "isr": [1, 2, 3]},
+                                       "t-5": {"leader": 2, "isr": [1, 2, 3]}},
+                 "leaders_after": {"t-0": 2, "t-5": 2}}]
     t = judge("at-least-once", COUNTS, run, follower, {"acks": 1})
-    assert t["accepted"] is True
+    assert t["accepted"] is True, t["reason"]
     [ev] = t["evidence"]
-    assert (ev["partition"], ev["leader_before"], ev["new_leader"]) == (0, 1, None)
+    assert (ev["partition"], ev["leader_before"], ev["new_leader"]) == (0, 1, 2)
+    assert ev["isr_before"] == [1, 2, 3] and ev["from_ns"] is not None
