@@ -151,7 +151,8 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
         base = {"fault": f.get("index"), "failure": f.get("failure"),
                 "target": f.get("target"), "node": f.get("node"),
                 "leader_before": f.get("leader_before"), "isr_before": f.get("isr_before"),
-                "new_leader": f.get("new_leader"), "from_ns": None, "until_ns": until}
+                "new_leader": f.get("new_leader"), "strike_ns": f["strike_ns"],
+                "from_ns": None, "until_ns": until}
         watched = (f["topic"], f.get("partition"))
         led_watched = f["node"] == f.get("leader_before")
         if led_watched and f.get("new_leader") is not None and f.get("elected_from_isr") is False:
@@ -200,15 +201,29 @@ def find_excuse(events: list[dict[str, Any]], topic: str, partition: int,
     return None
 
 
+def _at(ns: int | None, strike_ns: int) -> str:
+    if ns is None:
+        return "at an unknown time"
+    delta = (ns - strike_ns) / 1e9
+    return f"{abs(delta):.3f} s {'before' if delta < 0 else 'after'} the strike"
+
+
 def why_unexcused(events: list[dict[str, Any]], topic: str, partition: int,
                   invoke_ns: int | None, acked_ns: int | None = None) -> str:
-    """Why no event excuses that record: the events of its partition and their windows."""
-    mine = [e for e in events if (e["topic"], e["partition"]) == (topic, partition)]
-    if not mine:
-        return ""
-    return "; ".join(
-        f"fault #{e['fault']} ({e['kind']}): {e['unbounded']}" if e.get("unbounded") else
-        f"fault #{e['fault']} ({e['kind']}) excuses records sent by {e['until_ns']} ns"
-        + (f" and acknowledged from {e['from_ns']} ns" if e.get("from_ns") is not None
-           else "") + f", this one was sent at {invoke_ns} ns, acknowledged at "
-                      f"{acked_ns} ns" for e in mine)
+    """Why no event excuses that record: the events of its partition and their windows,
+    against the record's send and acknowledgement (times from each fault's strike)."""
+    out = []
+    for e in events:
+        if (e["topic"], e["partition"]) != (topic, partition):
+            continue
+        head = f"fault #{e['fault']} ({e['kind']})"
+        if e.get("unbounded"):
+            out.append(f"{head}: {e['unbounded']}")
+            continue
+        strike = e["strike_ns"]
+        out.append(f"{head} explains records sent by {_at(e['until_ns'], strike)}"
+                   + (f" and acknowledged from {_at(e['from_ns'], strike)}"
+                      if e.get("from_ns") is not None else "")
+                   + f"; this one was sent {_at(invoke_ns, strike)} and acknowledged "
+                     f"{_at(acked_ns, strike)}")
+    return "; ".join(out)
