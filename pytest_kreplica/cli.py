@@ -26,9 +26,11 @@ COMMANDS = {
     "fetch": "pytest_kreplica.cluster.distribution:run_fetch",
     "image": "pytest_kreplica.cluster.docker_image:run_image",
     "report": "pytest_kreplica.report.rebuild:run_report",
+    "matrices": "pytest_kreplica.matrix.listing:run_matrices",
 }
-DESCRIPTION = ("Kafka replication system tests: check a run's history, compare replica logs, "
-               "start clusters by hand, prepare the cache, rebuild reports.")
+DESCRIPTION = ("Kafka replication system tests: list the matrices, check a run's history, "
+               "compare replica logs, start clusters by hand, prepare the cache, rebuild "
+               "reports.")
 
 
 def _add(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
@@ -77,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--semantics", choices=SEMANTICS)
     p.add_argument("--spark-master", help=SPARK_MASTER_HELP)
+
+    p = _add(sub, "matrices", "list every matrix a run can name: the shipped ones, the "
+             "project's and the files given")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="matrix files to list too")
+    p.add_argument("--dir", dest="directory", default="matrices",
+                   help="the project's matrices directory (default: ./matrices, if it exists)")
     return parser
 
 

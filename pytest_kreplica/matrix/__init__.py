@@ -10,7 +10,8 @@ covering array in which every pair of values occurs), minus ``exclude`` entries,
     case.py        Case (typed attributes generated from the table) and Matrix
     expand.py      product / pairwise, defaults, cross-dimension checks, ids, markers
     catalog.py     where matrices come from: shipped, a project's directory, a path
-    load.py        YAML files: parse strictly, validate, expand
+    extends.py     reading a file's YAML strictly; ``extends:`` a shipped or project matrix
+    load.py        YAML files: validate, expand
 """
 
 from __future__ import annotations

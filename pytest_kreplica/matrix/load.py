@@ -1,6 +1,6 @@
-"""Reading matrix files: find them, parse the YAML strictly, validate every key and value
-against the dimension table, and expand (``expand``). Every problem is one ``MatrixError``
-line naming the file, the key and what is allowed."""
+"""Reading matrix files: parse the YAML strictly and resolve ``extends`` (``extends``),
+validate every key and value against the dimension table, and expand (``expand``). Every
+problem is one ``MatrixError`` line naming the file, the key and what is allowed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import MatrixError
 from ..scenarios import SCENARIOS
-from ..yaml_strict import DuplicateKey, unique_key_loader
+from . import extends
 from .case import Case, Matrix
 from .catalog import Catalog
 from .dimensions import DIMENSIONS, InvalidValue
@@ -20,7 +20,7 @@ from .expand import STRATEGIES, build_case, combinations, complete, matches, mat
 __all__ = ["TOP_LEVEL_KEYS", "load_all", "load_matrix", "parse_matrix", "resolve_matrices"]
 
 TOP_LEVEL_KEYS = ("description", "scenario", "markers", "strategy", "dimensions", "exclude",
-                  "include", "marks")
+                  "include", "marks", extends.KEY)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
@@ -133,34 +133,12 @@ def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = Non
                   tuple(marks))
 
 
-def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None) -> Matrix:
-    """Read and expand one matrix file; every problem is one-line ``MatrixError``."""
-    # lazy: the plugin imports this package at every pytest start, before any matrix is read
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise matrix_error(path, "file", f"cannot be read ({exc.strerror}); allowed: a "
-                                         "readable YAML file") from None
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[:exc.start].count(b"\n") + 1
-        raise matrix_error(path, f"line {line}",
-                           f"not UTF-8 (byte {exc.object[exc.start]:#04x} at offset "
-                           f"{exc.start}); allowed: a UTF-8 YAML file") from None
-    try:
-        data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader
-    except DuplicateKey as exc:
-        raise matrix_error(path, f"line {exc.line}",
-                           f"key {exc.key!r} appears twice in one mapping (YAML would keep "
-                           f"the last silently); allowed: each key once") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "YAML"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise matrix_error(path, where,
-                           f"YAML syntax error: {problem}; allowed: valid YAML") from None
-    return parse_matrix(path, data, defaults)
+def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None,
+                catalog: Catalog | None = None) -> Matrix:
+    """Read and expand one matrix file, its ``extends:`` chain resolved against ``catalog``
+    (default: the shipped matrices); every problem is one-line ``MatrixError``."""
+    return parse_matrix(path, extends.resolve(path, extends.read_document(path), catalog),
+                        defaults)
 
 
 def resolve_matrices(selectors: Iterable[str], matrices_dir: Path) -> list[Path]:
@@ -172,9 +150,10 @@ def resolve_matrices(selectors: Iterable[str], matrices_dir: Path) -> list[Path]
     return Catalog(matrices_dir, required=True).resolve(selectors)
 
 
-def load_all(paths: Iterable[Path], defaults: Mapping[str, Any] | None = None) -> list[Matrix]:
+def load_all(paths: Iterable[Path], defaults: Mapping[str, Any] | None = None,
+             catalog: Catalog | None = None) -> list[Matrix]:
     """Load every matrix; two files with one name (the marker and id prefix) are an error."""
-    matrices = [load_matrix(p, defaults) for p in paths]
+    matrices = [load_matrix(p, defaults, catalog) for p in paths]
     seen: dict[str, Path] = {}
     for m in matrices:
         if m.name in seen:

@@ -117,7 +117,7 @@ def _matrices(config: pytest.Config) -> list[Matrix]:
             config.stash[_MATRICES] = []
             return []
         try:
-            matrices = load_all(known.resolve(opts.matrices), defaults)
+            matrices = load_all(known.resolve(opts.matrices), defaults, known)
         except MatrixError as exc:
             config.stash[_MATRICES] = exc
             return []
@@ -158,8 +158,9 @@ def _suite_matrices(metafunc: pytest.Metafunc) -> list[Matrix]:
         return []
     opts = metafunc.config.stash[_OPTIONS]
     try:
-        matrices = load_all(catalog(opts).resolve(cls.kreplica_matrix_selectors()),
-                            {"kafka_version": opts.kafka_version, "backend": opts.backend})
+        known = catalog(opts)
+        matrices = load_all(known.resolve(cls.kreplica_matrix_selectors()),
+                            {"kafka_version": opts.kafka_version, "backend": opts.backend}, known)
     except MatrixError as exc:
         pytest.fail(f"{cls.__name__}.kreplica_matrices: {exc}", pytrace=False)
     _register_markers(metafunc.config, matrices)

@@ -67,8 +67,9 @@ class ReplicationSuite:
       cannot run are deselected at collection with one line saying why.
     - ``kreplica_cluster_file``: a cluster YAML (docs/external.md), relative to the test
       module; its capabilities replace ``kreplica_capabilities``.
-    - ``kreplica_matrices``: matrix names (in ``kreplica_matrices_dir``) or paths relative to
-      the test module; default: the session's selection (``--kreplica-matrix`` or every one).
+    - ``kreplica_matrices``: matrix names (the project's ``kreplica_matrices_dir``, then the
+      shipped matrices) or paths relative to the test module; default: the session's
+      selection (``--kreplica-matrix``, else the project's matrices or every shipped one).
     """
 
     kreplica_capabilities: ClassVar[Capabilities] = Capabilities()
