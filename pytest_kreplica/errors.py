@@ -5,12 +5,16 @@
     │   ├── MatrixError           a matrix file is malformed (names file, key, allowed values)
     │   └── HistoryError          a run directory cannot be read (names file and line)
     ├── EnvironmentProblem        the machine lacks something (Java 17+, Maven, a repository)
-    ├── CheckError                a check could not run (Spark did not start, a file vanished)
-    └── ClusterError              a cluster could not start, heal or answer in time
-        └── NodeError             one node misbehaved (carries its log path)
+    └── HarnessError              the harness could not do its job; nothing is judged
+        ├── CheckError            a check could not run (Spark did not start, a file vanished)
+        └── ClusterError          a cluster could not start, heal or answer in time, a
+            │                     fault did not act, an admin request timed out
+            └── NodeError         one node misbehaved (carries its log path)
 
 The CLI and the pytest plugin print ``str(error)`` of these and exit with code 2
-(input / environment) without a traceback.
+(input / environment) without a traceback. A ``HarnessError`` raised by a test ends it as a
+pytest *error*, not a failure (``plugin.outcomes``): a failure means the system under test
+broke a promise.
 """
 
 from __future__ import annotations
@@ -36,12 +40,19 @@ class EnvironmentProblem(KreplicaError):
     """Something the machine must provide is missing; the message says what to install or set."""
 
 
-class CheckError(KreplicaError):
+class HarnessError(KreplicaError):
+    """The harness could not do its job (a fault that did not act, a cluster that did not
+    become ready, an admin request that timed out after its retries, a client that could
+    not be built, a Spark job that died): the case proves nothing about the broker. The
+    message says what was expected and what was seen."""
+
+
+class CheckError(HarnessError):
     """A check could not run to its end (its JVM did not start, an input file vanished while
     it was read): exit 2, never 1, which means the run was found invalid."""
 
 
-class ClusterError(KreplicaError):
+class ClusterError(HarnessError):
     """A cluster did not reach an expected state in time; the message names the logs."""
 
 

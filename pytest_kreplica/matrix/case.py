@@ -107,3 +107,5 @@ class Matrix:
     markers: tuple[str, ...]
     cases: tuple[Case, ...]
     subset_markers: tuple[str, ...] = ()  # markers of ``marks``: on some cases only
+    # ``expected_findings``: case id -> why its red is a known property of the system
+    expected_findings: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)

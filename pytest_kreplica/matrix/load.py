@@ -16,11 +16,13 @@ from .case import Case, Matrix
 from .catalog import Catalog
 from .dimensions import DIMENSIONS, InvalidValue
 from .expand import STRATEGIES, build_case, combinations, complete, matches, matrix_error
+from .findings import KEY as FINDINGS_KEY
+from .findings import assign, parse_findings
 
 __all__ = ["TOP_LEVEL_KEYS", "load_all", "load_matrix", "parse_matrix", "resolve_matrices"]
 
 TOP_LEVEL_KEYS = ("description", "scenario", "markers", "strategy", "dimensions", "exclude",
-                  "include", "marks", extends.KEY)
+                  "include", "marks", extends.KEY, FINDINGS_KEY)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
@@ -111,6 +113,7 @@ def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = Non
     exclude = _entries(path, data, "exclude")
     include = _entries(path, data, "include")
     marks = _marks(path, data)
+    findings = parse_findings(path, data)
 
     firsts = dict(zip(names, (v[0] for v in values), strict=True))
     raws = combinations(strategy, names, values, exclude)
@@ -130,7 +133,7 @@ def parse_matrix(path: Path, data: Any, defaults: Mapping[str, Any] | None = Non
     if not cases:
         raise matrix_error(path, "exclude", "excludes every case; allowed: at least one case left")
     return Matrix(name, path, description, scenario, tuple(extra), tuple(cases.values()),
-                  tuple(marks))
+                  tuple(marks), assign(findings, list(cases.values())))
 
 
 def load_matrix(path: Path, defaults: Mapping[str, Any] | None = None,

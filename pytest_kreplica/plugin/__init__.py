@@ -26,16 +26,17 @@ import pytest
 from ..cluster import Cluster, ClusterSpec, create_cluster, reap_orphans
 from ..cluster.external import ExternalCluster
 from ..cluster.pool import ClusterPool, cluster_spec, spec_key
-from ..errors import InputError, MatrixError
+from ..errors import HarnessError, InputError, MatrixError
 from ..logmodel import pytest_plugin as log_model
 from ..matrix import Case, Catalog, Matrix, load_all, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
 from ..validation import jit, warmup
-from . import external, failures, hookspecs
+from . import external, failures, hookspecs, outcomes
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
 from .options import KreplicaOptions, add_options, resolve
+from .outcomes import expected_finding_marks, note_expected_finding
 from .suite import ReplicationSuite, SuitePlugin, replica_logs
 from .summary import RESULT_PROPERTY, SummaryCollector, encode
 
@@ -76,8 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
                    "kreplica_case fixture) with every selected matrix case of scenario NAME")
     config.addinivalue_line(
         "markers", "kreplica_spec(key): the cluster a case needs (cases are ordered by it)")
-    for name, help_text in static_markers().items():
+    for name, help_text in {**static_markers(), **outcomes.MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {help_text}")
+    # a HarnessError ends a test as an error, not a failure
+    config.pluginmanager.register(outcomes.HarnessErrors(), "kreplica-harness-errors")
     if not hasattr(config, "workerinput"):  # xdist workers report; the controller prints
         config.pluginmanager.register(SummaryCollector(config), "kreplica-summary")
     # nemesis, soak selection, index.html
@@ -146,6 +149,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 continue
             marks = [getattr(pytest.mark, name) for name in case.markers]
             marks.append(pytest.mark.kreplica_spec(spec_key(cluster_spec(case))))
+            marks.extend(expected_finding_marks(matrix.expected_findings.get(case.case_id)))
             params.append(pytest.param(case, id=case.case_id, marks=marks))
     metafunc.parametrize("kreplica_case", params, indirect=True)
 
@@ -294,6 +298,9 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
                 replica_check=replica_check,
                 hooks=hooks))
             row = result.summary()
+            finding = outcomes.expected_finding(request.node)
+            if finding is not None:  # verdict.json (and index.html) say it is expected
+                note_expected_finding(result.run_dir, finding)
             # per-phase timings as their own properties: they land in the JUnit XML
             for name, seconds in result.phases.items():
                 request.node.user_properties.append((f"kreplica_phase_{name}", seconds))
@@ -302,6 +309,10 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
                 if value is not None:
                     request.node.user_properties.append((f"kreplica_{key}", value))
             return result
+        except HarnessError as exc:  # an error, not a failure (plugin.outcomes)
+            row["verdict"] = "harness"
+            row["harness"] = str(exc)
+            raise
         finally:
             row.setdefault("duration_s", time.monotonic() - started)
             kreplica_record(row)

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from .outcomes import FAILED, FINDING, FINDING_GONE, HARNESS, OUTCOMES, PASSED, outcome_of
+
 RESULT_PROPERTY = "kreplica_result"
 
 
@@ -41,7 +43,7 @@ def _count(name: str) -> Callable[[dict[str, Any]], str]:
 
 COLUMNS: list[Column] = [
     Column("case", lambda r: r["case_id"]),
-    Column("verdict", lambda r: r.get("verdict", "-")),
+    Column("verdict", lambda r: shown_verdict(r)),
     Column("sent", _count("sent"), True),
     Column("acked", _count("acked"), True),
     Column("lost", _count("lost"), True),
@@ -51,6 +53,14 @@ COLUMNS: list[Column] = [
     Column("duration", lambda r: fmt_seconds(r.get("duration_s")), True),
     Column("run dir", lambda r: r.get("run_dir") or "-"),
 ]
+
+
+def shown_verdict(row: dict[str, Any]) -> str:
+    """The verdict cell: an expected finding, a finding not seen and a harness error say so
+    (the recorded verdict means something else for them), else the recorded verdict."""
+    if row.get("outcome") in (FINDING, FINDING_GONE, HARNESS):
+        return row["outcome"]
+    return row.get("verdict", "-")
 
 
 def encode(result: dict[str, Any]) -> str:
@@ -90,14 +100,11 @@ class SummaryCollector:
         for name, value in report.user_properties:
             if name == RESULT_PROPERTY:
                 row.update(decode(value))
-        if report.failed:
-            row.setdefault("verdict", "error")  # failed before a result was recorded
-            row["outcome"] = "failed"
-        elif report.skipped:
-            row.setdefault("verdict", "skipped")
-        elif report.when == "call":
-            row.setdefault("verdict", "passed")  # a test that recorded no result
-        row.setdefault("outcome", "passed")
+        outcome = outcome_of(report)
+        if outcome is None or row.get("outcome") not in (None, PASSED):
+            return  # a passed setup / teardown; or the outcome is settled already
+        row["outcome"] = outcome
+        row.setdefault("verdict", outcome)  # a test that recorded no result
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -105,7 +112,31 @@ class SummaryCollector:
             return
         rows = list(self.rows.values())
         terminalreporter.section("kreplica matrix summary")
-        for line in render(rows):
-            terminalreporter.write_line(line)
+        lines = render(rows)
+        terminalreporter.write_line(lines[0])
+        for row, line in zip(rows, lines[1:], strict=True):
+            terminalreporter.write_line(line, **markup(row.get("outcome")))
+        counts = tally(rows)
+        terminalreporter.write_line(
+            "kreplica: " + ", ".join(f"{n} {name}" for name, n in counts.items()),
+            **markup(next((o for o in (FAILED, FINDING_GONE, HARNESS) if counts.get(o)),
+                          PASSED)))
         self.config.hook.pytest_kreplica_summary(config=self.config, rows=rows,
                                                  terminalreporter=terminalreporter)
+
+
+# the colour of a row by its outcome: an expected finding and a harness error apart from
+# a broker failure (red) and a pass (green)
+COLOURS = {PASSED: "green", FAILED: "red", FINDING_GONE: "red", FINDING: "yellow",
+           HARNESS: "purple", "error": "purple"}
+
+
+def markup(outcome: str | None) -> dict[str, bool]:
+    colour = COLOURS.get(outcome or "")
+    return {colour: True} if colour else {}
+
+
+def tally(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Cases per outcome (``outcomes.OUTCOMES`` order; outcomes no case had are left out)."""
+    seen = [r.get("outcome") for r in rows]
+    return {o: seen.count(o) for o in OUTCOMES if o in seen}

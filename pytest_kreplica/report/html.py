@@ -27,7 +27,7 @@ max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.15em;margin-top:28px;
 border-bottom:1px solid #ddd;padding-bottom:4px}
 .badge{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:600}
-.pass{background:#2e7d32}.accepted{background:#b26a00}.nowrap{white-space:nowrap}.fail{background:#c62828}.unknown{background:#757575}
+.pass{background:#2e7d32}.accepted{background:#b26a00}.finding{background:#1565c0}.harness{background:#6a1b9a}.nowrap{white-space:nowrap}.fail{background:#c62828}.unknown{background:#757575}
 table{border-collapse:collapse;font-size:0.9em;margin:6px 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -314,6 +314,35 @@ def _count_class(name: str, value: Any, semantics: str | None) -> str:
     return " " + report_class(name, semantics)
 
 
+# a case's outcome in the index: an expected finding (matrix ``expected_findings``) and a
+# harness error (verdict ``harness``: nothing judged) apart from a broker failure
+INDEX_OUTCOMES = ("passed", "accepted", "failed", "expected finding", "finding not seen",
+                  "harness error")
+_INDEX_BADGES = {"passed": ("pass", "pass"), "accepted": ("accepted", "accepted"),
+                 "failed": ("fail", "FAIL"), "expected finding": ("finding", "expected finding"),
+                 "finding not seen": ("fail", "FAIL: finding not seen"),
+                 "harness error": ("harness", "harness error")}
+
+
+def index_outcome(v: dict[str, Any]) -> str:
+    """One of ``INDEX_OUTCOMES`` for a case's verdict.json."""
+    if v.get("harness"):
+        return "harness error"
+    passed = v.get("passed")
+    if v.get("expected_finding"):
+        return "finding not seen" if passed else "expected finding"
+    if not passed:
+        return "failed"
+    accepted = v.get("valid") is False and (v.get("tradeoff") or {}).get("accepted")
+    return "accepted" if accepted else "passed"
+
+
+def _index_badge(v: dict[str, Any]) -> str:
+    cls, label = _INDEX_BADGES[index_outcome(v)]
+    title = v.get("expected_finding") or v.get("reason") or ""
+    return f'<span class="badge {cls}" title="{_e(title)}">{_e(label)}</span>'
+
+
 def write_index(root: str | Path) -> Path | None:
     """index.html in ``root`` linking every case directory below it that has a verdict."""
     root = Path(root)
@@ -328,11 +357,7 @@ def write_index(root: str | Path) -> Path | None:
         rel = case_dir.relative_to(root).as_posix()
         report = f"{rel}/{REPORT_FILE}" if (case_dir / REPORT_FILE).exists() else (
             f"{rel}/verdict.json")
-        passed = v.get("passed")
-        accepted = passed and v.get("valid") is False and (v.get("tradeoff") or {}).get(
-            "accepted")
-        badge = ('<span class="badge accepted">accepted</span>' if accepted
-                 else _badge(passed, "pass" if passed else "FAIL"))
+        badge = _index_badge(v)
         rows.append(
             f"<tr><td><a href='{_e(report)}'>{_e(v.get('case') or rel)}</a></td>"
             f"<td>{badge}</td><td class='nowrap'>{_e(v.get('semantics'))}</td>"
@@ -340,11 +365,12 @@ def write_index(root: str | Path) -> Path | None:
                       f"{_e(counts.get(k))}</td>" for k in columns)
             + f"<td class='num'>{_e(_round(v.get('election_max_s')))}</td>"
             f"<td class='num'>{_e(_round(v.get('duration_s'), 1))}</td></tr>")
-    failed = sum(1 for v in verdicts if not v.get("passed"))
+    outcomes = [index_outcome(v) for v in verdicts]
+    tally = ", ".join(f"{outcomes.count(o)} {o}" for o in INDEX_OUTCOMES if o in outcomes)
     head = "".join(f"<th>{h}</th>" for h in (
         "case", "verdict", "semantics", *columns, "election s (max)", "duration s"))
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>kreplica results"
            f"</title><style>{CSS}</style></head><body><h1>kreplica results</h1>"
-           f"<p>{len(cases)} case(s), {failed} failed.</p>"
+           f"<p>{len(cases)} case(s): {tally}.</p>"
            f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>")
     return _write_atomic(root / INDEX_FILE, doc)

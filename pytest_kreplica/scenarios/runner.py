@@ -34,6 +34,7 @@ from ..report import build_verdict, write_report, write_verdict
 from ..validation.checker import check
 from ..validation.outcome import judge_case
 from . import workload_module
+from .harness import harness_error, raise_harness_error
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
 from .result import CaseResult, history_dict
 from .workload import Consumer, ProduceStats
@@ -189,6 +190,11 @@ def _run_hooks(hooks: list[Hook], ctx: CaseContext, name: str) -> list[threading
             try:
                 hook(ctx)
             except Exception as exc:  # reported in verdict.json and fails the case
+                if harness_error(exc) is not None:  # the harness', not the broker's: an error
+                    log.warning("hook %s could not do its job: %s", hook, exc)
+                    ctx.extra.setdefault("harness_errors", []).append(
+                        f"{name} {getattr(hook, '__name__', hook)}: {harness_error(exc)}")
+                    return
                 log.exception("hook %s failed", hook)
                 ctx.extra.setdefault("hook_errors", []).append(
                     f"{name} {getattr(hook, '__name__', hook)}: {exc!r}")
@@ -244,12 +250,20 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
     with RunWriter(run_dir) as writer:
         ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
                           threading.Event(), run_dir, meta=meta)
+        harness: list[str] = []
         try:
             _produce_and_drain(ctx, flow, hooks, phases, drain_timeout)
+        except Exception as exc:
+            if harness_error(exc) is None:
+                raise
+            harness.append(harness_error(exc))
         finally:
             for step in hooks.cleanup:
                 step(ctx)
     extra = ctx.extra
+    harness.extend(extra.pop("harness_errors", None) or [])
+    if harness:  # nothing is judged about the broker: its verdict part is "harness"
+        raise_harness_error(case, run_dir, harness, extra, dict(phases))
     if not replica_check:
         replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
     elif flow.mirrored:

@@ -98,8 +98,29 @@ def test_index_links_every_case(run_dir, tmp_path):
     page = index.read_text()
     assert "href='leader-failure-acks1-hard/report.html'" in page
     assert "href='second-case/verdict.json'" in page  # no report written for it
-    assert "2 case(s), 1 failed." in page
+    assert "2 case(s): 1 passed, 1 failed." in page
     assert write_index(tmp_path) is None  # nothing to index
+
+
+def test_index_shows_expected_findings_and_harness_errors_apart(tmp_path):
+    """An expected finding (its reason in verdict.json) and a harness error (nothing judged)
+    get their own badge and count, apart from a broker failure; an expected finding that
+    passed is a failure."""
+    cases = {"finding": {"history": {"valid": False}, "expected_finding": "default flush"},
+             "gone": {"history": {"valid": True}, "expected_finding": "default flush"},
+             "broken": {"history": {"valid": False}},
+             "harness": {"history": None, "passed": None,
+                         "harness": {"errors": ["expected a leader within 5 s"]}}}
+    for name, parts in cases.items():
+        extra = {k: v for k, v in parts.items() if k != "history"}
+        write_verdict(tmp_path / name, build_verdict(
+            case_id=name, parameters={}, semantics="at-least-once", history=parts["history"],
+            extra=extra))
+    page = write_index(tmp_path).read_text()
+    assert ("4 case(s): 1 failed, 1 expected finding, 1 finding not seen, 1 harness error."
+            in page), page
+    assert '<span class="badge finding" title="default flush">expected finding</span>' in page
+    assert "badge harness" in page and "FAIL: finding not seen" in page
 
 
 def test_malformed_history_is_one_line_history_error(tmp_path):

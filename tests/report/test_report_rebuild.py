@@ -45,7 +45,7 @@ def test_report_rebuilds_every_run_below(runs, capsys):
     assert clean["case"] == "clean-case" and clean["seed"] == 42 and clean["checks"]
     assert clean["parameters"] == {"acks": -1}
     page = (root / "index.html").read_text()
-    assert "href='lost/report.html'" in page and "2 case(s), 1 failed." in page
+    assert "href='lost/report.html'" in page and "2 case(s): 1 passed, 1 failed." in page
 
 
 def test_report_of_one_run_dir_and_of_nothing(runs, tmp_path, capsys):
