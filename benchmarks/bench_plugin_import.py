@@ -44,14 +44,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     print(f"{'import':<20} {'median ms':>10} {'min ms':>8} {'modules':>8}  heavy")
+    pytest_ms: list[float] = []
     for label, target in TARGETS.items():
         code = PROBE.format(target=target, heavy=HEAVY)
         rows = [json.loads(subprocess.run([sys.executable, "-c", code], check=True,
                                           capture_output=True, text=True).stdout)
                 for _ in range(args.runs)]
         times = [r["target_s"] * 1000 for r in rows]
+        pytest_ms += [r["pytest_s"] * 1000 for r in rows]
         print(f"{label:<20} {statistics.median(times):>10.1f} {min(times):>8.1f} "
               f"{rows[0]['modules']:>8}  {','.join(rows[0]['heavy']) or '-'}")
+    # the baseline, measured in the same interpreters: what importing pytest itself costs
+    print(f"{'pytest':<20} {statistics.median(pytest_ms):>10.1f} {min(pytest_ms):>8.1f}")
 
 
 if __name__ == "__main__":

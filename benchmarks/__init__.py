@@ -1,0 +1,1 @@
+"""Benchmark scripts (never timed tests); ``python -m benchmarks`` runs them (run_all.py)."""

@@ -1,0 +1,239 @@
+"""Run the benchmarks and write docs/benchmarks.md's one table.
+
+    python -m benchmarks                      # every figure
+    python -m benchmarks --only plugin-import cluster
+    python -m benchmarks --list
+
+Each figure runs one script of this folder as a fresh process (the script prints its own
+figures, with a baseline measured in the same run), and this runner reads the result and the
+baseline off its output. The table in docs/benchmarks.md is replaced: rows of the figures run
+now carry this run's date, cores and load average; with ``--only``, the rows of the other
+figures are kept as the earlier run wrote them (their own date), and a figure whose script
+failed keeps its earlier row too, so the table never shows a figure that was not measured.
+The machine may be shared: every row names the load average before and after its script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "benchmarks.md"
+BEGIN = "<!-- table: written by python -m benchmarks; do not edit by hand -->"
+END = "<!-- end of table -->"
+COLUMNS = ("figure", "command", "result", "baseline (same run)", "ratio", "date (UTC)",
+           "cores", "load before → after")
+
+
+@dataclass(frozen=True)
+class Row:
+    figure: str
+    result: str
+    baseline: str
+    ratio: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    args: tuple[str, ...]
+    parse: Callable[[str], list[Row]]
+    timeout_s: int = 600
+
+    @property
+    def command(self) -> str:
+        return "python " + " ".join(self.args)
+
+
+class NoFigure(Exception):
+    """A script's output lacks a figure this runner reads."""
+
+
+def find(pattern: str, text: str) -> re.Match[str]:
+    found = re.search(pattern, text, re.M)
+    if not found:
+        raise NoFigure(f"no line matching {pattern!r}")
+    return found
+
+
+def ratio(result: float, baseline: float) -> str:
+    return f"{result / baseline:.2f}" if baseline else "—"
+
+
+def parse_plugin_import(out: str) -> list[Row]:
+    plugin = find(r"^plugin\+configure\s+([\d.]+)\s+[\d.]+\s+(\d+)\s+(\S+)", out)
+    pytest = find(r"^pytest\s+([\d.]+)", out)
+    ms, base = float(plugin[1]), float(pytest[1])
+    heavy = "none of the heavy libraries" if plugin[3] == "-" else f"heavy: {plugin[3]}"
+    return [Row("plugin import with its configure-time modules (median of fresh interpreters)",
+                f"{ms:.0f} ms, {plugin[2]} modules, {heavy}",
+                f"`import pytest` {base:.0f} ms", ratio(ms, base))]
+
+
+def seconds(name: str, out: str) -> float:
+    return float(find(re.escape(name) + r"\s+median\s+([\d.]+) s", out)[1])
+
+
+def parse_cluster(out: str) -> list[Row]:
+    start = seconds("cold start to ready, class-data archive", out)
+    plain = seconds("cold start to ready, no archive (baseline)", out)
+    rows = [Row("3-node process cluster, cold start to ready (median)", f"{start:.2f} s",
+                f"{plain:.2f} s without the class-data archive", ratio(start, plain))]
+    tuned = seconds("failover leader SIGKILL -> new leader, tuned", out)
+    try:
+        default = seconds("failover, Kafka defaults (baseline)", out)
+    except NoFigure:
+        return rows
+    rows.append(Row("leader SIGKILL to a new leader in metadata (median)", f"{tuned:.2f} s",
+                    f"{default:.2f} s with Kafka's default settings", ratio(tuned, default)))
+    return rows
+
+
+def parse_checker(out: str) -> list[Row]:
+    def row(label: str) -> re.Match[str]:
+        cells = r" \| ([\d.]+) \| \d+ \| (\d+) \|"
+        return find(r"^\| ([\d,]+) \| " + re.escape(label) + cells, out)
+    spark, python = row("spark-parquet"), row("python-parquet")
+    n = spark[1]
+    return [Row(f"one-off `kreplica check` of {n} sends + {n} polls (Parquet, fresh process, "
+                "JVM start included)", f"{float(spark[2]):.1f} s, {spark[3]} MiB peak",
+                f"{float(python[2]):.1f} s, {python[3]} MiB peak: the plain-Python checker",
+                ratio(float(spark[2]), float(python[2])))]
+
+
+def parse_spark_connect(out: str) -> list[Row]:
+    def med(shown: str) -> float:
+        line = r"^kreplica check " + re.escape(shown) + r"\s+median\s+([\d.]+) s"
+        return float(find(line, out)[1])
+    joined, local = med("(no option)"), med("--spark-master local[2]")
+    return [Row("one-off `kreplica check` of a small history, no option, a warm shared Spark "
+                "Connect server running (median)", f"{joined:.2f} s",
+                f"{local:.2f} s in a fresh local driver JVM", ratio(joined, local))]
+
+
+def parse_verify_logs(out: str) -> list[Row]:
+    line = find(r"^(mixed|large|1-record)\s+([\d.]+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)", out)
+    sha, ver = float(line[4]), float(line[5])
+    return [Row(f"`verify_logs` throughput, {line[2]} GiB of 3 replicas ({line[1]} set, "
+                f"{line[3]} batches, warm session)", f"{ver:.0f} MB/s",
+                f"{sha:.0f} MB/s: `sha256sum` over the same files", f"{ver / sha:.2f}")]
+
+
+def parse_smoke_overhead(out: str) -> list[Row]:
+    over = float(find(r"^\s+overhead\s+([\d.]+)", out)[1])
+    total = float(find(r"^\s+total\s+([\d.]+)", out)[1])
+    return [Row("per-case overhead of a tiny case on a reused cluster (median; target ≤ 2 s)",
+                f"{over:.2f} s", f"{total:.2f} s: the whole case", ratio(over, total))]
+
+
+FIGURES = (
+    Figure("plugin-import", ("benchmarks/bench_plugin_import.py", "--runs", "5"),
+           parse_plugin_import, 120),
+    Figure("cluster", ("benchmarks/bench_cluster.py", "--runs", "2"), parse_cluster, 900),
+    Figure("smoke-overhead", ("benchmarks/bench_smoke.py", "overhead", "--runs", "3"),
+           parse_smoke_overhead, 600),
+    Figure("spark-connect", ("benchmarks/bench_spark_connect.py", "--repeat", "3",
+                             "--no-workers", "--warmup", "2"), parse_spark_connect, 600),
+    Figure("checker", ("benchmarks/bench_checker.py", "--sizes", "1000000", "--repeat", "1",
+                       "--formats", "parquet"), parse_checker, 900),
+    Figure("verify-logs", ("benchmarks/bench_verify_logs.py", "--sets", "mixed", "--gib",
+                           "0.25", "--runs", "1"), parse_verify_logs, 900),
+)
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def measure(figure: Figure, date: str) -> list[list[str]]:
+    """Run one figure's script; its rows, or an exception saying why there are none."""
+    before = load()
+    started = time.monotonic()
+    print(f"{figure.name}: {figure.command} …", flush=True)
+    done = subprocess.run([sys.executable, *figure.args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=figure.timeout_s)
+    took = time.monotonic() - started
+    if done.returncode:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise NoFigure(f"exit {done.returncode} after {took:.0f} s: {tail[0]}")
+    rows = figure.parse(done.stdout)
+    print(f"{figure.name}: {took:.0f} s, " + "; ".join(r.result for r in rows), flush=True)
+    machine = (str(os.cpu_count()), f"{before} → {load()}")
+    return [[r.figure, f"`{figure.command}`", r.result, r.baseline, r.ratio, date, *machine]
+            for r in rows]
+
+
+def read_table(text: str) -> dict[str, list[list[str]]]:
+    """The rows of the page's table, by the command that wrote them."""
+    if BEGIN not in text:
+        return {}
+    body = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    rows: dict[str, list[list[str]]] = {}
+    for line in body.strip().splitlines()[2:]:  # below the header and its rule
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(cells) == len(COLUMNS):
+            rows.setdefault(cells[1], []).append(cells)
+    return rows
+
+
+def render(rows: list[list[str]], date: str, ran: list[str]) -> str:
+    lines = [BEGIN, "| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
+    lines.append(END)
+    return (f"Last run {date} UTC on {os.cpu_count()} cores, figures "
+            f"{', '.join(ran) or 'none'}; a row with another date was kept from an earlier "
+            f"run.\n\n" + "\n".join(lines) + "\n")
+
+
+def write_page(table: str) -> None:
+    text = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+    head = text.split("\n## Figures\n", 1)[0].rstrip() if text else "# Benchmarks"
+    PAGE.write_text(f"{head}\n\n## Figures\n\n{table}", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = [f.name for f in FIGURES]
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", choices=names,
+                        help=f"run these figures only ({', '.join(names)})")
+    parser.add_argument("--list", action="store_true", help="list the figures and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for f in FIGURES:
+            print(f"{f.name:<16} {f.command}")
+        return 0
+    chosen = args.only or names
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
+    old = read_table(PAGE.read_text(encoding="utf-8")) if PAGE.exists() else {}
+    rows: list[list[str]] = []
+    ran, failed = [], []
+    for figure in FIGURES:
+        key = f"`{figure.command}`"
+        if figure.name not in chosen:
+            rows += old.get(key, [])
+            continue
+        try:
+            rows += measure(figure, date)
+            ran.append(figure.name)
+        except (NoFigure, subprocess.TimeoutExpired) as problem:
+            print(f"{figure.name}: no figure ({problem}); its earlier row, if any, is kept",
+                  file=sys.stderr)
+            rows += old.get(key, [])
+            failed.append(figure.name)
+    write_page(render(rows, date, ran))
+    print(f"wrote {PAGE.relative_to(ROOT)}: {len(rows)} rows")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
