@@ -236,10 +236,15 @@ class AdminCluster(OffsetsMixin, Cluster):
             return leader
         return self._retrying("a KRaft quorum leader (DescribeQuorum)", fetch, timeout)
 
-    def quorum(self) -> dict[str, Any]:
-        """The raw DescribeQuorum answer (leader, epoch, voters with log end offsets)."""
-        with self._admin_call("DescribeQuorum") as admin:
-            return self._describe_quorum(admin)
+    def quorum(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The raw DescribeQuorum answer (leader, epoch, voters with log end offsets). The
+        request is idempotent: a transient client error or an error code is asked again,
+        within ``timeout`` s; then ``ClusterError`` says what was waited for and seen."""
+        def fetch() -> dict[str, Any]:
+            with self._admin_call("DescribeQuorum") as admin:
+                return self._describe_quorum(admin)
+        return self._retrying("a DescribeQuorum answer (voters, observers, leader)", fetch,
+                              timeout)
 
     def wait_for_leader(self, topic: str, partition: int, *, not_in: set[int] = frozenset(),
                         timeout: float = 30.0) -> PartitionState:

@@ -19,4 +19,5 @@ FAILURE = Failure(
     name="clean", doc="SIGTERM, then a restart", event="terminate", restore_event="start",
     colour="#ff7f0e", label="terminate (SIGTERM)", backends=None, moves_leadership=True,
     leader_gone=GONE_AT_ELECTION, random=True, strike=strike, restore=restart_node,
-    strike_component=methodcaller("terminate"), restore_component=methodcaller("start"))
+    strike_component=methodcaller("terminate"), restore_component=methodcaller("start"),
+    struck_state="stopped")

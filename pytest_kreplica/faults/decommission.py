@@ -82,4 +82,5 @@ FAILURE = Failure(
     "stopped and unregistered; started again empty (needs brokers > replication_factor)",
     event="decommission", restore_event="recommission", colour="#ad494a",
     label="broker decommissioned", backends=("process",), moves_leadership=True,
-    leader_gone=GONE_AT_RECOVERY, random=False, strike=strike, restore=restore)
+    leader_gone=GONE_AT_RECOVERY, random=False, strike=strike, restore=restore,
+    struck_state="stopped")

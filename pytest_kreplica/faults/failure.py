@@ -57,6 +57,11 @@ class Failure:
     # measured text, each "topic-partition" whose segments lost bytes, with those nodes (the
     # loss evidence: a partition cut on every replica may lose acknowledged records)
     segments_cut: Callable[[str | None], dict[str, set[int]]] | None = None
+    # the victim's state once the strike acted ("stopped", "paused"), read back by the
+    # nemesis from the cluster's ``node_state`` (a component's ``state``) after the strike:
+    # a strike that left the victim running did not act, and the fault is a harness error.
+    # None: the strike measures its own effect (links, clock, disk, moves) and raises.
+    struck_state: str | None = None
 
     def runs_on(self, backend: str) -> bool:
         return self.backends is None or backend in self.backends
@@ -80,4 +85,4 @@ def degrading(name: str, doc: str, restore_event: str, colour: str, label: str,
         leader_gone=GONE_AT_RECOVERY, random=False,
         strike=lambda cluster, node: strike(cluster, node, name),
         restore=lambda cluster, node, timeout: restore(cluster, node, name, timeout),
-        watch_isr=True)
+        watch_isr=True)  # struck_state None: the strike measures its effect

@@ -19,4 +19,5 @@ FAILURE = Failure(
     name="hard", doc="SIGKILL, then a restart", event="kill", restore_event="start",
     colour="#d62728", label="kill (SIGKILL)", backends=None, moves_leadership=True,
     leader_gone=GONE_AT_STRIKE, random=True, strike=strike, restore=restart_node,
-    strike_component=methodcaller("kill"), restore_component=methodcaller("start"))
+    strike_component=methodcaller("kill"), restore_component=methodcaller("start"),
+    struck_state="stopped")

@@ -52,6 +52,17 @@ def _join(error: str | None, note: str) -> str:
     return f"{error}; {note}" if error else note
 
 
+def _verify_struck(failure: Failure, victim: str, state: Callable[[], str]) -> None:
+    """A strike that did not leave the victim in ``failure.struck_state`` did not act: the
+    case would test nothing, so the fault is a harness error naming expected and seen."""
+    if failure.struck_state is None:
+        return
+    seen = state()
+    if seen != failure.struck_state:
+        raise ClusterError(f"{failure.name} did not act on {victim}: expected its state "
+                           f"{failure.struck_state} after the strike, seen {seen}")
+
+
 @dataclass
 class Component:
     """A process beside the cluster that the nemesis fails like a node.
@@ -206,6 +217,7 @@ class Nemesis(Elections):
             struck = True
             failure.strike_component(comp.process)
             rec.state_after_strike = comp.process.state.value
+            _verify_struck(failure, comp.label, lambda: comp.process.state.value)
             self._hold(spec, rec)
         except Exception as exc:  # recorded, restored below, raised by run()
             rec.error = f"{type(exc).__name__}: {exc}"
@@ -281,8 +293,11 @@ class Nemesis(Elections):
                                       f"{rec.isr_before}"
                                       + (f"; {disagreed}" if disagreed else "")
                                       + (f"; measured: {measured}" if measured else "")))
-        with contextlib.suppress(Exception):  # informative only
+        with contextlib.suppress(Exception):  # read again below where it is the proof
             rec.state_after_strike = self.cluster.node_state(rec.node).value
+        if failure.struck_state is not None:
+            _verify_struck(failure, f"node {rec.node}",
+                           lambda: self.cluster.node_state(rec.node).value)
 
     def _restore(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]

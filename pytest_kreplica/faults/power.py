@@ -130,7 +130,7 @@ POWER_LOSS = Failure(
     "a restart", event="power_loss", restore_event="start", colour="#e7969c",
     label="power loss (un-fsynced writes lost)", backends=BACKENDS, moves_leadership=True,
     leader_gone=GONE_AT_STRIKE, random=False, strike=strike_one, restore=restore_one,
-    watch_isr=True, segments_cut=segments_cut)
+    watch_isr=True, segments_cut=segments_cut, struck_state="stopped")
 # every node down: no leader can be elected meanwhile, so the nemesis only waits out the
 # downtime (moves_leadership False); nothing is acknowledged after the strike
 POWER_LOSS_ALL = Failure(
@@ -138,7 +138,7 @@ POWER_LOSS_ALL = Failure(
     "un-fsynced writes dropped, then all restarted", event="power_loss_all",
     restore_event="start", colour="#0b6e79", label="power loss of every node",
     backends=BACKENDS, moves_leadership=False, leader_gone=GONE_AT_STRIKE, random=False,
-    strike=strike_all, restore=restore_all, segments_cut=segments_cut)
+    strike=strike_all, restore=restore_all, segments_cut=segments_cut, struck_state="stopped")
 # every replica of the victim's partitions, the other nodes spared (a cluster larger than the
 # replica set): the partition has no leader until the restore, the rest of the cluster runs
 POWER_LOSS_REPLICAS = Failure(
@@ -147,4 +147,4 @@ POWER_LOSS_REPLICAS = Failure(
     event="power_loss_replicas", restore_event="start", colour="#843c39",
     label="power loss of every replica", backends=BACKENDS, moves_leadership=False,
     leader_gone=GONE_AT_STRIKE, random=False, strike=strike_replicas, restore=restore_all,
-    segments_cut=segments_cut)
+    segments_cut=segments_cut, struck_state="stopped")

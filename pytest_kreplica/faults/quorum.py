@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
 TOOL_TIMEOUT_S = 60.0
 ACT_TIMEOUT_S = 30.0  # the voter change must show in DescribeQuorum within this
+LOOK_TIMEOUT_S = 5.0  # one DescribeQuorum look while waiting for that change
 
 
 def _tool(cluster: Cluster, *args: str, what: str) -> str:
@@ -44,9 +45,11 @@ def _tool(cluster: Cluster, *args: str, what: str) -> str:
     return said[-1] if said else "no output"
 
 
-def membership(cluster: Cluster) -> tuple[list[int], list[int], int | None]:
-    """The quorum's voters, observers and leader (DescribeQuorum)."""
-    q = cluster.quorum()
+def membership(cluster: Cluster, timeout: float = ACT_TIMEOUT_S
+               ) -> tuple[list[int], list[int], int | None]:
+    """The quorum's voters, observers and leader (DescribeQuorum, asked again within
+    ``timeout`` s while the client errs)."""
+    q = cluster.quorum(timeout=timeout)
     voters = sorted(v["replica_id"] for v in q.get("current_voters") or [])
     observers = sorted(o["replica_id"] for o in q.get("observers") or [])
     return voters, observers, q.get("leader_id")
@@ -67,7 +70,7 @@ def _wait_membership(cluster: Cluster, node: int, voter: bool) -> tuple[list[int
     seen: list = [[], [], None]
 
     def check() -> str | None:
-        seen[:] = membership(cluster)
+        seen[:] = membership(cluster, timeout=LOOK_TIMEOUT_S)  # one look of the wait below
         if (node in seen[0]) == voter and (voter or node in seen[1]):
             return None
         return f"voters {seen[0]}, observers {seen[1]}"

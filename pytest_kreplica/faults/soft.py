@@ -24,4 +24,5 @@ FAILURE = Failure(
     name="soft", doc="SIGSTOP, then SIGCONT", event="pause", restore_event="resume",
     colour="#9467bd", label="pause (SIGSTOP)", backends=None, moves_leadership=False,
     leader_gone=GONE_AT_RECOVERY, random=True, strike=strike, restore=restore,
-    strike_component=methodcaller("pause"), restore_component=methodcaller("resume"))
+    strike_component=methodcaller("pause"), restore_component=methodcaller("resume"),
+    struck_state="paused")

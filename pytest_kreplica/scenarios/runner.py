@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.base import TopicSpec
+from ..errors import HarnessError
 from ..history import RunWriter, write_run_json
 from ..report import build_verdict, write_report, write_verdict
 from ..validation.checker import check
@@ -51,6 +52,7 @@ __all__ = ["CaseContext", "CaseHooks", "CaseResult", "ClusterWriter", "Flow", "P
 log = logging.getLogger(__name__)
 
 DRAIN_TIMEOUT = 60.0  # seconds the consumer may take after the produce to see every ack
+TOPICS_TIMEOUT = 30.0  # the case's topics created and in sync (admin requests retried within)
 HOOK_JOIN_TIMEOUT = 120.0
 
 
@@ -264,24 +266,15 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
     harness.extend(extra.pop("harness_errors", None) or [])
     if harness:  # nothing is judged about the broker: its verdict part is "harness"
         raise_harness_error(case, run_dir, harness, extra, dict(phases))
-    if not replica_check:
-        replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
-    elif flow.mirrored:
-        replica = verify_both({"source": (flow.source, topics),
-                               "target": (flow.reader(), flow.read_topics(topics))},
-                              case.partitions, run_dir, spark_master, phases, extra)
-    else:
-        replica = verify_replicas(cluster, topics, case.partitions, run_dir, spark_master,
-                                  phases)
-    with phases.timed("validation"):
-        verdict = check(run_dir, case.semantics, spark_master=spark_master)
-        judged = judge_case(run_dir, verdict, meta=meta, replicas=replica.as_dict(),
-                            checks=extra.get("checks"), hook_errors=extra.get("hook_errors"),
-                            faults=extra.get("faults"))
-        if judged["tradeoff"] is not None:
-            extra["tradeoff"] = judged["tradeoff"]
-        if judged["problems"]:
-            extra["problems"] = judged["problems"]
+    try:
+        replica, verdict, judged = _validate(case, cluster, flow, topics, run_dir, meta,
+                                             extra, phases, spark_master, replica_check)
+    except HarnessError as exc:  # a Spark job that died, a snapshot that could not be read
+        raise_harness_error(case, run_dir, [f"validation: {exc}"], extra, dict(phases))
+    if judged["tradeoff"] is not None:
+        extra["tradeoff"] = judged["tradeoff"]
+    if judged["problems"]:
+        extra["problems"] = judged["problems"]
     meta.update(end_time=time.time(), phases=dict(phases))
     write_run_json(run_dir, meta)
     for step in hooks.before_verdict:
@@ -303,7 +296,8 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
     read_writer = ClusterWriter(writer, "target") if flow.mirrored else writer
     with phases.timed("topics"):
         cluster.create_topics([TopicSpec(t, case.partitions, case.replication_factor,
-                                         topic_config(case)) for t in topics])
+                                         topic_config(case)) for t in topics],
+                              timeout=TOPICS_TIMEOUT)
     for name, step in hooks.before_produce.items():
         with phases.timed(name):
             step(ctx)
@@ -338,6 +332,29 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
             consumer.stop()
             _join(threads, ctx)
     ctx.extra["unseen_after_drain"] = len(missing)
+
+def _validate(case: Case, cluster: Cluster, flow: Flow, topics: list[str], run_dir: Path,
+              meta: dict[str, Any], extra: dict[str, Any], phases: Phases,
+              spark_master: str | None, replica_check: bool
+              ) -> tuple[ReplicaCheck, Any, dict[str, Any]]:
+    """The replica check, the history check and the case's one verdict (``judge_case``);
+    a check that could not run raises ``HarnessError`` (``CheckError``)."""
+    if not replica_check:
+        replica = ReplicaCheck(False, 0, [], skipped="--kreplica-no-replica-check")
+    elif flow.mirrored:
+        replica = verify_both({"source": (flow.source, topics),
+                               "target": (flow.reader(), flow.read_topics(topics))},
+                              case.partitions, run_dir, spark_master, phases, extra)
+    else:
+        replica = verify_replicas(cluster, topics, case.partitions, run_dir, spark_master,
+                                  phases)
+    with phases.timed("validation"):
+        verdict = check(run_dir, case.semantics, spark_master=spark_master)
+        judged = judge_case(run_dir, verdict, meta=meta, replicas=replica.as_dict(),
+                            checks=extra.get("checks"), hook_errors=extra.get("hook_errors"),
+                            faults=extra.get("faults"))
+    return replica, verdict, judged
+
 
 def _workload(case: Case):
     """The module of the case's ``workload`` (``scenarios.WORKLOADS``)."""

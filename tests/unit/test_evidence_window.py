@@ -148,6 +148,12 @@ class _Cluster:
 
     def __init__(self):
         self.leaders = {("t", 0): 1, ("t", 1): 1, ("t", 5): 2}
+        self.paused: set[int] = set()
+
+    def node_state(self, node):
+        from pytest_kreplica.cluster.base import NodeState
+
+        return NodeState.PAUSED if node in self.paused else NodeState.RUNNING
 
     def partition_state(self, topic, partition, timeout=30.0):
         from pytest_kreplica.cluster.base import PartitionState
@@ -160,9 +166,10 @@ class _Cluster:
 
     def pause(self, node):
         self.leaders[("t", 0)] = 2
+        self.paused.add(node)
 
     def resume(self, node):
-        pass
+        self.paused.discard(node)
 
     def wait_healthy(self, topics, timeout):
         pass

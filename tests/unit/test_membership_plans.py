@@ -199,7 +199,9 @@ class _OneNode:
         self.paused = False
 
     def node_state(self, node):
-        raise KeyError(node)
+        from pytest_kreplica.cluster.base import NodeState
+
+        return NodeState.PAUSED if self.paused else NodeState.RUNNING
 
     def log_files(self):
         return {}

@@ -253,3 +253,28 @@ def test_component_target_without_its_component_is_an_input_error():
     plan = FaultPlan(seed=1, failure="hard", target="mirror-maker")
     with pytest.raises(InputError, match="target 'mirror-maker' needs that component"):
         Nemesis(None, _Events(), plan, [("t", 0)])
+
+
+@pytest.mark.parametrize("failure,expected", [("hard", "stopped"), ("clean", "stopped"),
+                                              ("soft", "paused")])
+def test_a_strike_that_leaves_the_victim_running_is_a_fault_that_did_not_act(failure,
+                                                                             expected):
+    """The nemesis reads the victim's state back after the strike: a strike that did
+    nothing fails the fault (a harness error) and the victim is still restored."""
+    from pytest_kreplica.errors import ClusterError, HarnessError
+    from pytest_kreplica.faults import Component
+
+    proc = _FakeProcess()
+    proc.kill = proc.terminate = proc.pause = lambda: proc.calls.append("no-op")
+    comp = Component("mirror-maker", "MirrorMaker 2", proc, lambda: 1, lambda b, t: None)
+    plan = FaultPlan(seed=5, failure=failure, target="mirror-maker", downtime_s=0.0,
+                     delay_s=(0.0, 0.01))
+    nemesis = Nemesis(None, _Events(), plan, [("t", 0)], components={"mirror-maker": comp})
+    with pytest.raises(ClusterError) as info:
+        nemesis.run()
+    assert isinstance(info.value, HarnessError)
+    assert (f"{failure} did not act on MirrorMaker 2: expected its state {expected} after "
+            f"the strike, seen running") in str(info.value)
+    assert proc.calls[0] == "no-op" and len(proc.calls) == 2  # restored all the same
+    (check,) = scenario_checks(nemesis.records)
+    assert not check["ok"] and "did not act" in check["detail"]

@@ -159,7 +159,7 @@ class TopicsTimeOut:
     def log_files(self):
         return {}
 
-    def create_topics(self, topics):
+    def create_topics(self, topics, timeout=30.0):
         from pytest_kreplica.errors import ClusterError
 
         raise ClusterError(f"waited 30 s for topics {[t.name for t in topics]} created; last "
@@ -184,3 +184,43 @@ def test_a_harness_error_in_a_case_writes_a_harness_verdict_and_judges_nothing(t
     assert verdict["reason"].startswith("harness: waited 30 s for topics")
     assert verdict["harness"]["errors"] == [message.split(": ", 1)[1].split(
         "; nothing was judged")[0]]
+
+
+def test_a_spark_job_that_died_is_a_check_error_not_a_bad_run(tmp_path):
+    from py4j.protocol import Py4JError
+
+    from pytest_kreplica.errors import CheckError, HarnessError
+    from pytest_kreplica.validation.checker.core import _spark_errors
+
+    with pytest.raises(CheckError) as info, _spark_errors(tmp_path):
+        raise Py4JError("An error occurred while calling o81.collectToPython\nmore")
+    assert isinstance(info.value, HarnessError)
+    assert str(info.value).startswith(f"{tmp_path}: Spark could not check this run: An "
+                                      "error occurred while calling o81.collectToPython")
+
+
+def test_a_check_that_died_ends_the_case_as_a_harness_error_with_its_verdict(tmp_path,
+                                                                             monkeypatch):
+    """The workload ran; then the history check's Spark job died: verdict.json says
+    harness, with what the check expected and saw, and nothing about the broker."""
+    import json
+
+    from pytest_kreplica.errors import CheckError, HarnessError
+    from pytest_kreplica.scenarios import runner
+
+    def died(run_dir, semantics, spark_master=None):
+        raise CheckError(f"{run_dir}: Spark could not check this run: Py4JError: the JVM "
+                         "exited (Spark log: spark.log)")
+
+    monkeypatch.setattr(runner, "_produce_and_drain", lambda *args: None)
+    monkeypatch.setattr(runner, "check", died)
+    case = load_matrix(write(tmp_path, MATRIX)).cases[0]
+    run_dir = tmp_path / "run"
+    with pytest.raises(HarnessError) as info:
+        runner.run_case(case, TopicsTimeOut(), run_dir, replica_check=False)
+    assert "validation: " in str(info.value) and "the JVM exited" in str(info.value)
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["passed"] is None and verdict["valid"] is None
+    (error,) = verdict["harness"]["errors"]
+    assert error.startswith(f"validation: {run_dir}: Spark could not check this run")
+    assert verdict["reason"] == f"harness: {error}"

@@ -45,3 +45,43 @@ def test_log_excerpts(tmp_path):
     assert last_error_line(log) == "b ERROR broke"
     assert tail(log, 2) == "b ERROR broke\nc INFO later"
     assert "no log" in tail(tmp_path / "missing.log")
+
+
+
+def _quorum_asked(errors):
+    """DescribeQuorum through ``AdminCluster``'s own methods, answering with an error code
+    (a quorum without a leader) for ``errors`` looks, then answering (no broker: the
+    admin path's retry logic is under test)."""
+    from pytest_kreplica.cluster.admin import AdminCluster
+    from pytest_kreplica.cluster.offsets import NotYet
+
+    class Asked:
+        quorum, _retrying = AdminCluster.quorum, AdminCluster._retrying
+        _admin_call = AdminCluster._admin_call
+        looks = 0
+
+        def _admin(self):
+            return object()
+
+        def _describe_quorum(self, admin):
+            self.looks += 1
+            if self.looks <= errors:
+                raise NotYet("DescribeQuorum: NotLeaderOrFollowerError")
+            return {"leader_id": 1, "current_voters": [{"replica_id": 1}]}
+
+        def _logs_hint(self, node_ids=None):
+            return "logs: node 1 n1.log"
+
+    return Asked()
+
+
+def test_describe_quorum_is_asked_again_within_its_bound_then_says_what_it_waited_for():
+    asked = _quorum_asked(errors=2)
+    assert asked.quorum(timeout=5)["leader_id"] == 1 and asked.looks == 3
+    never = _quorum_asked(errors=10**6)
+    with pytest.raises(ClusterError) as info:
+        never.quorum(timeout=0.6)
+    text = str(info.value)
+    assert text.startswith("waited 1 s for a DescribeQuorum answer (voters, observers, "
+                           "leader); last seen: DescribeQuorum: NotLeaderOrFollowerError")
+    assert "n1.log" in text and never.looks > 1

@@ -241,7 +241,8 @@ def _locate_missing(spark, run_dir: Path, frames, found, counts: dict[str, int],
 
 
 class _spark_errors:
-    """Turn a Spark / py4j failure into one line (no Java traceback reaches the user)."""
+    """Turn a Spark / py4j failure into one line (no Java traceback reaches the user): a
+    ``CheckError``, so a case whose check died is a harness error, never a verdict."""
 
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
@@ -263,7 +264,8 @@ class _spark_errors:
         if not isinstance(exc, PySparkException | Py4JError):
             return False
         first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        raise HistoryError(
+        # a Spark job that died: the harness', not the run's (the tables were read already)
+        raise CheckError(
             f"{self.run_dir}: Spark could not check this run: {first[:300]} (Spark log: "
             f"{spark_log()})"
         ) from None
