@@ -1,7 +1,8 @@
 """Run the benchmarks and write docs/benchmarks.md's one table.
 
-    python -m benchmarks                      # every figure
+    python -m benchmarks                      # every figure of the default set
     python -m benchmarks --only plugin-import cluster
+    python -m benchmarks --only flakes        # the ci cases 5 x per load: hours, never default
     python -m benchmarks --list
 
 Each figure runs one script of this folder as a fresh process (the script prints its own
@@ -48,6 +49,7 @@ class Figure:
     args: tuple[str, ...]
     parse: Callable[[str], list[Row]]
     timeout_s: int = 600
+    default: bool = True  # False: run only when named with --only (it takes hours)
 
     @property
     def command(self) -> str:
@@ -135,6 +137,29 @@ def parse_smoke_overhead(out: str) -> list[Row]:
                 f"{over:.2f} s", f"{total:.2f} s: the whole case", ratio(over, total))]
 
 
+FLAKES = re.compile(r"^flakes (\w+): (\d+) runs, (\d+) tests, (\d+) flaky, (\d+) harness "
+                    r"errors, (\d+) errors, (\d+) failures", re.M)
+
+
+def parse_flakes(out: str) -> list[Row]:
+    loads = {m[1]: m for m in FLAKES.finditer(out)}
+    if not loads:
+        raise NoFigure("no 'flakes <load>: ...' line")
+
+    def said(m: re.Match[str]) -> str:
+        return (f"{m[4]} flaky of {m[3]} tests, {m[5]} harness errors, {m[6]} errors, "
+                f"{m[7]} failures ({m[2]} runs)")
+    rows = []
+    own = loads.get("own")
+    for load, m in loads.items():
+        label = ("the `ci` cases, each run's outcomes per test"
+                 + (" under a CPU hog per core" if load == "hog" else " at the machine's load"))
+        baseline = said(own) + " at the machine's load" if load != "own" and own else "—"
+        rows.append(Row(label, said(m), baseline,
+                        ratio(float(m[4]), float(own[4])) if load != "own" and own else "—"))
+    return rows
+
+
 FIGURES = (
     Figure("plugin-import", ("benchmarks/bench_plugin_import.py", "--runs", "5"),
            parse_plugin_import, 120),
@@ -147,6 +172,8 @@ FIGURES = (
                        "--formats", "parquet"), parse_checker, 900),
     Figure("verify-logs", ("benchmarks/bench_verify_logs.py", "--sets", "mixed", "--gib",
                            "0.25", "--runs", "1"), parse_verify_logs, 900),
+    Figure("flakes", ("benchmarks/bench_flakes.py", "--repeat", "5"), parse_flakes,
+           12 * 3600, default=False),
 )
 
 
@@ -210,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for f in FIGURES:
-            print(f"{f.name:<16} {f.command}")
+            print(f"{f.name:<16} {f.command}" + ("" if f.default else "  (only with --only)"))
         return 0
-    chosen = args.only or names
+    chosen = args.only or [f.name for f in FIGURES if f.default]
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
     old = read_table(PAGE.read_text(encoding="utf-8")) if PAGE.exists() else {}
     rows: list[list[str]] = []

@@ -101,14 +101,15 @@ def test_only_replaces_the_rows_it_ran(tmp_path, monkeypatch):
     monkeypatch.setattr(run_all, "measure", fake_measure)
     assert run_all.main([]) == 0
     first = run_all.read_table(page.read_text())
-    assert len(first) == len(run_all.FIGURES)
+    default = [f for f in run_all.FIGURES if f.default]
+    assert len(first) == len(default) and "flakes" not in calls  # hours: never by default
     assert run_all.main(["--only", "cluster"]) == 0
     text = page.read_text()
     assert text.startswith("# Benchmarks\n\nWhat the scripts are.\n\n## Figures\n")
     assert text.count(run_all.BEGIN) == 1
     second = run_all.read_table(text)
     cluster = next(f for f in run_all.FIGURES if f.name == "cluster")
-    for figure in run_all.FIGURES:
+    for figure in default:
         key = f"`{figure.command}`"
         if figure is cluster:
             assert second[key] != first[key]
@@ -132,3 +133,23 @@ def test_a_failing_script_keeps_the_earlier_row(tmp_path, monkeypatch):
     monkeypatch.setattr(run_all, "measure", broken)
     assert run_all.main(["--only", "checker"]) == 1
     assert run_all.read_table(page.read_text()) == before
+
+
+FLAKES = """\
+load own: 5 run(s)
+flakes own: 5 runs, 37 tests, 1 flaky, 2 harness errors, 2 errors, 0 failures, 15 xfailed
+wall own: median 900 s per pytest run
+flakes hog: 5 runs, 37 tests, 3 flaky, 4 harness errors, 5 errors, 1 failures, 15 xfailed
+"""
+
+
+def test_the_flakes_figure_runs_only_when_named_and_reads_both_loads(tmp_path, monkeypatch):
+    own, hog = run_all.parse_flakes(FLAKES)
+    assert own.result == "1 flaky of 37 tests, 2 harness errors, 2 errors, 0 failures (5 runs)"
+    assert hog.figure.endswith("under a CPU hog per core") and hog.ratio == "3.00"
+    assert hog.baseline.startswith("1 flaky of 37 tests") and own.baseline == "—"
+    monkeypatch.setattr(run_all, "PAGE", tmp_path / "benchmarks.md")
+    monkeypatch.setattr(run_all, "ROOT", tmp_path)
+    calls = []
+    monkeypatch.setattr(run_all, "measure", lambda figure, date: calls.append(figure.name) or [])
+    assert run_all.main(["--only", "flakes"]) == 0 and calls == ["flakes"]
