@@ -1,7 +1,8 @@
 """The packaged plan (``pytest_kreplica.plan``) and the checkout's ``tests/system`` collect the
-same cases, the shipped matrices are found without a project directory, and the README's
-``--kreplica-matrix basic`` example collects without an INTERNALERROR (the scenario tests
-that matrix gives no case get an empty parametrization). Collection only: no cluster."""
+same cases, the shipped matrices are found without a project directory, and one matrix of
+one scenario (``--kreplica-matrix basic``) collects without an INTERNALERROR (the scenario
+tests it gives no case get an empty parametrization). Collection only: no cluster. The
+README's own commands run in tests/integration/test_quickstart.py."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def case_ids(out: str) -> list[str]:
     return sorted(line.split("::", 1)[1] for line in out.splitlines() if "::" in line)
 
 
-def test_readme_basic_example_collects_without_internal_error():
+def test_one_matrix_of_one_scenario_collects_without_internal_error():
     result = collect(REPO, "tests/system", "--kreplica-matrix", "basic", "-n", "2")
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
