@@ -132,6 +132,8 @@ def test_the_wheel_carries_the_matrices_and_the_plan(wheel):
     for module in PLAN:
         assert f"pytest_kreplica/plan/{module}" in infos, module
     assert any(n.endswith(".dist-info/entry_points.txt") for n in infos)
+    # the quick start installs the wheel by its file name (an allow-listed, skipped line)
+    assert f"pip install dist/{wheel.name}" in (REPO / "docs" / "quickstart.md").read_text()
 
 
 def test_the_venv_imports_the_wheels_copy(venv, work):
