@@ -122,3 +122,45 @@ def test_parquet_unknown_status_named(tmp_path, spark_session):
     pq.write_table(pa.table(rows), run / "sends.parquet")
     with pytest.raises(HistoryError, match=r"sends.parquet: row 2: key 'status' is 'maybe'"):
         check(run)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@pytest.mark.parametrize("table", ["sends", "polls"])
+def test_an_offset_below_zero_is_refused(tmp_path, spark_session, table, fmt):
+    """An offset below 0 is no position in a log: it could stand for a record a consumer
+    never read (a loss hidden), so the table is refused, as replicas.json refuses it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = {"sends": [GOOD_SEND, {**GOOD_SEND, "id": "m1", "offset": 1}],
+            "polls": [GOOD_POLL, {**GOOD_POLL, "id": "m1", "offset": 1}]}
+    rows[table][1]["offset"] = -1
+    run = write(tmp_path / "run", sends=rows["sends"], polls=rows["polls"])
+    where = f"{table}.jsonl:2"
+    if fmt == "parquet":
+        (run / f"{table}.jsonl").unlink()
+        pq.write_table(pa.Table.from_pylist(rows[table]), run / f"{table}.parquet")
+        where = f"{table}.parquet: row 2"
+    for checker in (check, check_baseline):
+        with pytest.raises(HistoryError) as info:
+            checker(run)
+        assert f"{where}: key 'offset' is -1; expected an integer >= 0" in str(info.value)
+        assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["READ_COMMITTED", "committed", ""])
+def test_an_unknown_isolation_is_refused(tmp_path, spark_session, value):
+    """An isolation level outside the contract would switch the transactional rules off
+    for those polls (neither read_committed nor read_uncommitted)."""
+    run = write(tmp_path / "run", sends=[{**GOOD_SEND, "txn": "T1"}],
+                polls=[{**GOOD_POLL, "isolation": "read_committed", "generation": 1},
+                       {**GOOD_POLL, "poll": 1, "isolation": value, "generation": 1}])
+    (run / "txns.jsonl").write_text(json.dumps({"process": 0, "txn": "T1", "status":
+                                                "committed", "begin_ns": 0, "end_ns": 2,
+                                                "complete_ns": 3}) + "\n")
+    (run / "run.json").write_text('{"history_version": 2}')
+    with pytest.raises(HistoryError) as info:
+        check(run)
+    assert (f"polls.jsonl:2: key 'isolation' is {value!r}; allowed: read_committed, "
+            f"read_uncommitted") in str(info.value)
+    assert "\n" not in str(info.value)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import pytest_kreplica.validation.spark as engine
-from pytest_kreplica.validation.checker import check, core, rules, tables, windows
+from pytest_kreplica.validation.checker import check, core, rules, spark_tables, tables, windows
 from tests.checker import test_planted as planted
 from tests.checker.test_txn_planted import Txn, copied_twice, write_cycle
 
@@ -125,7 +125,7 @@ def test_the_session_gets_its_own_settings_back(spark_session):
 @pytest.mark.parametrize("one_task", [True, False])
 def test_a_small_plan_has_no_exchange_and_a_large_one_has(one_task, spark_session, capsys):
     run_dir = FIXTURES / "lost"
-    sends, polls = (tables.read_spark(spark_session, tables.find_table(run_dir, name),
+    sends, polls = (spark_tables.read_spark(spark_session, tables.find_table(run_dir, name),
                                       row=rules.ROW) for name in ("sends", "polls"))
     frames = rules.build(sends, polls, {}, one_task=one_task)
     capsys.readouterr()

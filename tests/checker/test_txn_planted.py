@@ -258,12 +258,23 @@ def a_pipeline_that_copied_everything(t):
     return {}, set()
 
 
+def unlabelled_reads_of_an_aborted_transaction(t):
+    """A poll naming no isolation is Kafka's consumer default, read_uncommitted: its reads
+    of an aborted and of a still open transaction are counted, not dropped unseen."""
+    t.txn("T1", [("m0", 0, 0)])
+    t.txn("T2", [("a0", 0, 1)], "aborted")
+    t.read(1, 0, [(0, "m0"), (1, "a0")], isolation=None, generation=None)
+    t.read(1, 0, [(3, "o0")], isolation=None, generation=None)
+    t.txn("T3", [("o0", 0, 3)])  # its commit invoked after the read
+    return {"ru_aborted_read": 1, "ru_precommitted_read": 1}, set()
+
+
 CASES = [clean_with_aborts_and_an_observer, read_uncommitted_group_member, aborted_read,
          precommitted_read, lost_committed, torn_transaction, no_tear_across_an_owner_change,
          skip_across_a_rebalance_that_kept_the_partition, indeterminate_txn_unread_is_not_lost,
          write_cycle, back_edge_without_a_cycle, read_cycle, mixed_cycle,
          pipeline_copies_once, copied_twice, uncopied, not_copied,
-         a_pipeline_that_copied_everything]
+         a_pipeline_that_copied_everything, unlabelled_reads_of_an_aborted_transaction]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])

@@ -72,11 +72,13 @@ ANOMALY_TABLE: tuple[Anomaly, ...] = (
     Anomaly("torn_transaction", "transaction", "a read_committed reader saw part of a "
             "committed transaction but skipped another record inside its read range",
             _EVERY, "torn_transaction"),
-    Anomaly("ru_aborted_read", "id", "a read_uncommitted group member polled a record of an "
-            "aborted transaction (what Kafka's default isolation shows; reported only)", (),
+    Anomaly("ru_aborted_read", "id", "a read_uncommitted consumer (a group member, or a poll "
+            "naming no isolation) polled a record of an aborted transaction (what Kafka's "
+            "default isolation shows; reported only)", (),
             "aborted_read (read_uncommitted)"),
-    Anomaly("ru_precommitted_read", "id", "a read_uncommitted group member polled a record "
-            "before its transaction's commit was invoked (reported only)", (),
+    Anomaly("ru_precommitted_read", "id", "a read_uncommitted consumer (a group member, or a "
+            "poll naming no isolation) polled a record before its transaction's commit was "
+            "invoked (reported only)", (),
             "precommitted_read (read_uncommitted)"),
     # read-process-write pipelines (checker/pipeline.py)
     Anomaly("copied_twice", "id", "two or more committed transactions wrote a copy of one "

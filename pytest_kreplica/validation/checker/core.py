@@ -11,6 +11,7 @@ from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, TXNS, read_run_json
 from ...rundir import REPLICAS_JSON
 from ..spark import kept_frames, sized_shuffle, small_input, spark_log, start_spark
+from .spark_tables import read_spark
 from .tables import (
     Table,
     check_run_dir,
@@ -20,7 +21,6 @@ from .tables import (
     parquet_schema_problem,
     read_assignments,
     read_exempting_events,
-    read_spark,
     table_bytes,
 )
 from .verdict import DEFAULT_SEMANTICS, EXAMPLES_PER_ANOMALY, Verdict

@@ -1,9 +1,10 @@
 """Finding, validating and reading the tables of a run directory (shared/HISTORY.md).
 
 Each table is ``NAME.jsonl`` (JSON Lines) or ``NAME.parquet`` (a file or a folder of files)
-with the same columns. Spark reads them with explicit schemas (no inference pass); the plain
-Python code here validates row by row, which the baseline checker uses for everything and the
-Spark checker uses only to name the first bad line once Spark has counted bad rows.
+with the same columns. Spark reads them with explicit schemas (``spark_tables``), every other
+step through ``arrow.read_arrow``; the plain Python code here validates row by row, which the
+baseline checker uses for everything and the Spark checker uses only to name the first bad
+line once Spark has counted bad rows.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import HistoryError
-from ...history import EVENTS, POLLS, SENDS, STATUSES, TXN_OUTCOMES, TXNS
-from ..reuse import per_session
+from ...history import EVENTS, ISOLATION_LEVELS, POLLS, SENDS, STATUSES, TXN_OUTCOMES, TXNS
 
 INT, STR = "int", "str"
 
@@ -28,6 +28,7 @@ class Column:
     kind: str  # INT or STR
     required: bool = False
     allowed: tuple[str, ...] | None = None
+    minimum: int | None = None  # an integer column's least value (offsets: 0)
 
 
 COLUMNS: dict[str, tuple[Column, ...]] = {
@@ -36,7 +37,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("topic", STR, True),
         Column("partition", INT, True),
         Column("id", STR, True),
-        Column("offset", INT),
+        Column("offset", INT, minimum=0),
         Column("status", STR, True, STATUSES),
         Column("invoke_ns", INT, True),
         Column("complete_ns", INT, True),
@@ -50,12 +51,12 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("poll", INT, True),
         Column("topic", STR, True),
         Column("partition", INT, True),
-        Column("offset", INT, True),
+        Column("offset", INT, True, minimum=0),
         Column("id", STR, True),
         Column("time_ns", INT, True),
         Column("index", INT),
         Column("cluster", STR),
-        Column("isolation", STR),  # version 2
+        Column("isolation", STR, allowed=ISOLATION_LEVELS),  # version 2; missing: uncommitted
         Column("generation", INT),  # version 2
         Column("txn", STR),  # version 2: the read-process-write transaction that polled
     ),
@@ -138,8 +139,8 @@ def table_bytes(table: Table | None) -> int:
 
 # ---------------------------------------------------------------- row validation (Python)
 
-_SPECS = {name: tuple((c.name, c.kind == INT, c.required, c.allowed) for c in cols)
-          for name, cols in COLUMNS.items()}
+_SPECS = {name: tuple((c.name, c.kind == INT, c.required, c.allowed, c.minimum)
+                      for c in cols) for name, cols in COLUMNS.items()}
 
 
 def row_problem(name: str, row: Any) -> str | None:
@@ -147,7 +148,7 @@ def row_problem(name: str, row: Any) -> str | None:
     if not isinstance(row, dict):
         return f"expected a JSON object, found {type(row).__name__}"
     get = row.get
-    for key, is_int, required, allowed in _SPECS[name]:
+    for key, is_int, required, allowed, minimum in _SPECS[name]:
         value = get(key)
         if value is None:
             if required:
@@ -157,6 +158,8 @@ def row_problem(name: str, row: Any) -> str | None:
         if is_int:
             if kind is not int:
                 return f"key '{key}' is {json.dumps(value)}; expected an integer"
+            if minimum is not None and value < minimum:
+                return f"key '{key}' is {value}; expected an integer >= {minimum}"
         elif kind is not str and not (key == "node" and kind is int):
             return f"key '{key}' is {json.dumps(value)}; expected a string"
         if allowed is not None and value not in allowed:
@@ -316,69 +319,3 @@ def read_assignments(table: Table | None) -> dict[int, list[tuple[int, tuple[str
     for values in out.values():
         values.sort(key=lambda v: v[0])
     return out if recorded else {}
-
-
-# ---------------------------------------------------------------- Spark readers
-
-def spark_schema(name: str, with_corrupt: bool = False):
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-    fields = [StructField(c.name, LongType() if c.kind == INT else StringType(), True)
-              for c in COLUMNS[name]]
-    if with_corrupt:
-        fields.append(StructField(CORRUPT, StringType(), True))
-    return StructType(fields)
-
-
-def read_spark(spark, table: Table, row: str | None = None):
-    """A DataFrame with every column of the contract (absent optional ones as null) and
-    ``_bad`` (1 where the row breaks the contract: unparsable, a wrong type, a required
-    column null, an unknown status); with ``row``, that column numbers the rows in read
-    order (in the same step: each step is analysed when it is made)."""
-    if table.format == "json":
-        df = (spark.read.schema(spark_schema(table.name, with_corrupt=True))
-              .option("mode", "PERMISSIVE")
-              .option("columnNameOfCorruptRecord", CORRUPT)
-              .json(str(table.path)))
-    else:
-        problem = parquet_schema_problem(table)
-        if problem:
-            raise HistoryError(problem)
-        raw = spark.read.parquet(*[str(p) for p in parquet_files(table.path)])
-        df = raw.select(*_parquet_columns(table.name, frozenset(raw.columns)))
-    columns = _contract_columns(table.name, table.format == "json")
-    if row is not None:  # built per read: each plan owns its nondeterministic expression
-        from pyspark.sql import functions as F
-
-        columns = [*columns, F.monotonically_increasing_id().alias(row)]
-    return df.select(*columns)
-
-
-@per_session
-def _parquet_columns(name: str, present: frozenset[str]) -> list:
-    """Every column of the contract from a Parquet table that has ``present``: the absent
-    ones as null, each cast to its contract type."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StringType
-
-    return [(F.col(c.name) if c.name in present else F.lit(None))
-            .cast(LongType() if c.kind == INT else StringType()).alias(c.name)
-            for c in COLUMNS[name]]
-
-
-@per_session
-def _contract_columns(name: str, json_format: bool) -> list:
-    """The columns ``read_spark`` returns: the contract's, and ``_bad``. Kept per session:
-    built per check, these few dozen expressions were a fifth of a warm small check's py4j
-    round trips (230 of 1122)."""
-    from pyspark.sql import functions as F
-
-    columns = COLUMNS[name]
-    broken = F.col(CORRUPT).isNotNull() if json_format else F.lit(False)
-    for col in columns:
-        if col.required:
-            broken = broken | F.col(col.name).isNull()
-        if col.allowed is not None:
-            broken = broken | ~F.col(col.name).isin(*col.allowed)
-    # Columns, not names: a name in a select is one more round trip each, every time
-    return [*[F.col(c.name) for c in columns], F.coalesce(broken, F.lit(True)).alias("_bad")]

@@ -23,9 +23,11 @@ a ``txn`` column to sends, ``isolation`` / ``generation`` to polls. Two things h
                                inside the offsets it read of that partition in one group
                                generation
 
-  and, reported only, what a read_uncommitted group member (``isolation: read_uncommitted``,
-  the weaker setting) sees that a read_committed one must not: ``ru_aborted_read`` and
-  ``ru_precommitted_read``, the same two rules over its polls.
+  and, reported only, what a read_uncommitted consumer (a group member with
+  ``isolation: read_uncommitted``, or a poll naming no isolation: Kafka's consumer default)
+  sees that a read_committed one must not: ``ru_aborted_read`` and ``ru_precommitted_read``,
+  the same two rules over its polls. ``isolation`` is ``read_committed``,
+  ``read_uncommitted`` or absent; any other value is refused when the table is read.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from pyspark.sql import functions as F
 from ...history import TXNS
 from .pipeline import PIPELINE_ANOMALIES
 from .pipeline import offending as pipeline_offending
-from .tables import find_table, read_spark
+from .spark_tables import read_spark
+from .tables import find_table
 
 TXN_ANOMALIES = ("aborted_read", "precommitted_read", "lost_committed", "torn_transaction",
                  "ru_aborted_read", "ru_precommitted_read", *PIPELINE_ANOMALIES)
@@ -112,8 +115,11 @@ def build(sends: DataFrame, polls: DataFrame, out: DataFrame,
         "process", "poll", "id", "topic", "partition", "offset", "time_ns", "isolation",
         "generation", F.coalesce("generation", F.lit(-1)).alias("gen"))
     rc = reads.where(c("isolation") == RC)
-    # a read_uncommitted group member: the application's consumer with the weaker setting
-    ru = reads.where((c("isolation") == RU) & c("generation").isNotNull())
+    # a read_uncommitted consumer: a group member with the weaker setting, or a poll that
+    # names no isolation (Kafka's consumer default); the observer (read_uncommitted, no
+    # generation) alone legitimately reads aborted and open transactions
+    ru = reads.where(c("isolation").isNull()
+                     | ((c("isolation") == RU) & c("generation").isNotNull()))
     aborted_txns = s.where(c("outcome") == "aborted").select("id", "txn")
     open_txns = s.where(c("outcome") != "aborted").select("id", "txn", "end_ns")
 
