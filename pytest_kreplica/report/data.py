@@ -43,29 +43,12 @@ OFFENDING_LIMIT = 200  # rows listed in the report; the count is always complete
 
 
 def read_table(run_dir: Path, name: str) -> pa.Table:
-    """``NAME.jsonl`` or ``NAME.parquet`` (file or folder), with the contract's columns; an
+    """``NAME.jsonl`` or ``NAME.parquet`` (file or folder), with the columns drawn here, read
+    by the checker's reader (``read_arrow``: the same contract and torn-last-line rule); an
     absent table is empty (a run that crashed early still gets a report)."""
-    schema = SCHEMAS[name]
-    jsonl, parquet = run_dir / f"{name}.jsonl", run_dir / f"{name}.parquet"
-    try:
-        if parquet.exists():
-            import pyarrow.parquet as pq
+    from ..validation.checker.arrow import read_arrow
 
-            table = pq.read_table(parquet)
-            for name in schema.names:  # optional columns (``cluster``) absent: all null
-                if name not in table.column_names:
-                    table = table.append_column(schema.field(name),
-                                                pa.nulls(table.num_rows, schema.field(name).type))
-            return table.select(schema.names)
-        if jsonl.exists() and jsonl.stat().st_size > 0:
-            from pyarrow import json as pj
-
-            return pj.read_json(jsonl, parse_options=pj.ParseOptions(
-                explicit_schema=schema, unexpected_field_behavior="ignore"))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise HistoryError(f"{jsonl if jsonl.exists() else parquet}: cannot be read: "
-                           f"{str(exc).splitlines()[0]}") from None
-    return schema.empty_table()
+    return read_arrow(run_dir, name).select(SCHEMAS[name].names)
 
 
 def _np(col: Any) -> np.ndarray:

@@ -31,9 +31,9 @@ EXAMPLES = 10
 def _tables(run_dir: Path):
     import pyarrow.compute as pc
 
-    from ..report.data import read_table
+    from .checker.arrow import read_arrow
 
-    sends, polls = read_table(run_dir, "sends"), read_table(run_dir, "polls")
+    sends, polls = read_arrow(run_dir, "sends", True), read_arrow(run_dir, "polls", True)
     acked = sends.filter(pc.and_(pc.equal(sends["status"], "ok"), pc.is_valid(sends["offset"])))
     return sends, polls, acked
 
