@@ -20,19 +20,38 @@ from .checker.verdict import invalidating
 from .replicas.verify import verify_logs
 from .tradeoffs import judge
 
+# What a consumer's reads must show for each semantics to have been checked at all: every
+# promise is about what consumers read, so a case whose consumers read nothing passes
+# every rule vacuously.
+READ_COVERAGE = {
+    "at-least-once": "every acknowledged record must be read, and nothing was",
+    "at-most-once": "no record may be read twice, and none was read once",
+    "exactly-once": "every committed record must be read exactly once, and none was read",
+}
+
 
 def coverage_problems(run_dir: str | Path, counts: dict[str, int],
-                      meta: dict[str, Any] | None) -> list[str]:
-    """What the case should have checked and did not: a case that sent nothing, or had
-    nothing acknowledged, proves nothing; with a replica snapshot, every partition of the
-    case must be in it (its replicas' copies are judged by verify-logs)."""
+                      meta: dict[str, Any] | None, semantics: str | None = None) -> list[str]:
+    """What the case should have checked and did not: a case that sent nothing, had
+    nothing acknowledged, or whose consumers read nothing (under every semantics:
+    ``READ_COVERAGE``) proves nothing; with a replica snapshot, every partition of the case
+    must be in it (its replicas' copies are judged by verify-logs)."""
     problems = []
-    if not counts.get("sent"):
+    aborted = counts.get("txns_aborted", 0)
+    if not counts.get("sent") and aborted and not counts.get("txns_committed"):
+        problems.append(f"nothing was committed: all {aborted} transaction(s) aborted (their "
+                        f"sends are no writes): the case checked nothing")
+    elif not counts.get("sent"):
         problems.append("nothing was sent (sends is empty): the case checked nothing")
     elif not counts.get("acked"):
         problems.append(f"no acknowledged record ({counts['sent']} sent, "
                         f"{counts.get('failed', 0)} failed, "
                         f"{counts.get('indeterminate', 0)} indeterminate): nothing to check")
+    elif not counts.get("polled"):
+        chosen = semantics or (meta or {}).get("semantics") or "at-least-once"
+        problems.append(f"nothing was polled ({counts['acked']} acknowledged): under "
+                        f"{chosen} {READ_COVERAGE.get(chosen, 'a consumer must read')}: "
+                        f"the case checked nothing")
     run_dir = Path(run_dir)
     replicas = run_dir / REPLICAS_JSON
     topics = (meta or {}).get("topics")
@@ -101,7 +120,7 @@ def judge_case(run_dir: str | Path, history: Any, *, meta: dict[str, Any] | None
     if not history.valid and not (meta or {}).get("mirror"):  # no trade-off across clusters
         tradeoff = judge(history.semantics, counts, run_dir, faults,
                          (meta or {}).get("params"))
-    problems = coverage_problems(run_dir, counts, meta)
+    problems = coverage_problems(run_dir, counts, meta, history.semantics)
     out = decide(history=history.to_dict(), replicas=replicas, checks=checks,
                  hook_errors=hook_errors, tradeoff=tradeoff, problems=problems)
     return {**out, "tradeoff": tradeoff, "problems": problems}

@@ -235,3 +235,29 @@ def test_unreadable_snapshot_is_one_line_and_exit_2(tmp_path, capsys):
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "nodes.1" in lines[0] and "replicas.json" in lines[0]
+
+
+# -- coverage under every semantics --------------------------------------------------------
+def test_at_most_once_with_nothing_read_does_not_pass(tmp_path, kreplica_check):
+    run = tmp_path / "amo-unread"
+    with RunWriter(run) as w:
+        for i in range(3):
+            w.send(0, "t", 0, f"m{i}", i, "ok", 10 + i, 11 + i)
+    meta(run, semantics="at-most-once")
+    code, doc, _ = kreplica_check(run)
+    assert doc["valid"] is True  # the checker's rules find nothing to object to
+    assert (code, doc["passed"]) == (1, False)
+    assert "nothing was polled (3 acknowledged): under at-most-once" in doc["reason"]
+
+
+def test_only_aborted_transactions_says_nothing_was_committed(tmp_path, kreplica_check):
+    run = tmp_path / "all-aborted"
+    with RunWriter(run) as w:
+        for i in range(2):
+            w.send(0, "t", 0, f"a{i}", i, "ok", 10 + i, 11 + i, txn=f"T{i}")
+            w.txn(0, f"T{i}", "aborted", 9 + i, 12 + i, 13 + i)
+    meta(run)
+    code, doc, _ = kreplica_check(run)
+    assert (code, doc["passed"]) == (1, False)
+    assert "nothing was committed: all 2 transaction(s) aborted" in doc["reason"]
+    assert "nothing was sent" not in doc["reason"]
