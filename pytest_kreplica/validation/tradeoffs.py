@@ -6,7 +6,10 @@ never changed (verdict.json keeps ``valid: false``); the case passes with
 
 - every missing record (acknowledged, never polled) is in **no replica's log** below the
   high watermark (looked up in ``replicas.json``'s snapshot; without one nothing is
-  accepted) and was sent before an **excusing event** of its partition
+  accepted), the snapshot of its partition is shown able to see (``replicas.sight``: every
+  replica of the replication factor listed with a copy, the high watermark above every
+  offset read, every record read below it at its offset, every batch decoded) and it was
+  sent before an **excusing event** of its partition
   (``evidence.excusing_events``: an election from outside the ISR, or a leader change
   under acks 1/0) - a record kept by a replica but never read is a consumer bug;
 - every inconsistent offset holds at most one id a consumer read there, that id is in some
@@ -24,6 +27,9 @@ from ..rundir import REPLICAS_JSON
 from .checker.anomalies import EXCUSABLE, INVALIDATING
 from .evidence import excusing_events, find_excuse, why_unexcused
 from .replicas.layout import load_layout
+from .replicas.sight import blind_partitions, describe
+
+DEFAULT_REPLICATION_FACTOR = 3  # the matrix's default (``matrix.dimensions``)
 
 EXAMPLES = 10
 
@@ -105,6 +111,17 @@ def ids_in_logs(run_dir: Path, wanted: set[str]) -> dict[str, list[dict[str, Any
     return found
 
 
+def _blind(run_dir: Path, polls, acked, missing: dict[str, dict[str, Any]],
+           params: dict[str, Any] | None) -> dict[tuple[str, int], list[str]]:
+    """The partitions of the missing records whose snapshot cannot show them gone
+    (``replicas.sight``), none without a snapshot (then nothing is accepted anyway)."""
+    if not missing or not (run_dir / REPLICAS_JSON).exists():
+        return {}
+    factor = int((params or {}).get("replication_factor") or DEFAULT_REPLICATION_FACTOR)
+    return blind_partitions(load_layout(run_dir), polls, acked,
+                            {(r["topic"], r["partition"]) for r in missing.values()}, factor)
+
+
 def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
           faults: list[dict[str, Any]] | None = None,
           params: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -139,6 +156,9 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
         refused.append("no replica snapshot (replicas.json): a missing record cannot be "
                        "shown absent from every replica")
         where = {}
+    blind = _blind(run_dir, polls, acked, missing, params)
+    if blind:
+        doc["blind"] = describe(blind)
     used: dict[int, dict[str, Any]] = {}
     excused: set[str] = set()
     for rid, rec in sorted(missing.items()):
@@ -148,6 +168,12 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
                            f"{where[rid][0]} but no consumer read it")
             continue
         if not (run_dir / REPLICAS_JSON).exists():
+            continue
+        if (rec["topic"], rec["partition"]) in blind:
+            refused.append(f"{rid} (acknowledged at {rec['topic']}-{rec['partition']} "
+                           f"offset {rec['offset']}) is in no replica's log, but the "
+                           f"snapshot cannot show it gone: "
+                           + "; ".join(blind[(rec["topic"], rec["partition"])]))
             continue
         at = (rec["topic"], rec["partition"], rec["invoke_ns"], rec.get("complete_ns"))
         event = find_excuse(events, *at)

@@ -57,9 +57,9 @@ def meta(run, acks=-1, unclean=False, faults=None, partitions=1, semantics="at-l
 
 
 def lost_m3(run):
-    """``write_lost_m3``; node 2's log is the snapshot."""
+    """``write_lost_m3``; every replica of its replication factor 3 holds node 2's log."""
     write_lost_m3(run)
-    snapshot(run, {2: ["m0", "m1", "m2", "m4", "m5"]}, hw=5)
+    snapshot(run, {n: ["m0", "m1", "m2", "m4", "m5"] for n in (1, 2, 3)}, hw=5)
     return run
 
 
@@ -261,3 +261,28 @@ def test_only_aborted_transactions_says_nothing_was_committed(tmp_path, kreplica
     assert (code, doc["passed"]) == (1, False)
     assert "nothing was committed: all 2 transaction(s) aborted" in doc["reason"]
     assert "nothing was sent" not in doc["reason"]
+
+
+# -- the snapshot must be able to see before it says "gone" --------------------------------
+def test_a_snapshot_whose_high_watermark_is_below_the_reads_excuses_nothing(tmp_path,
+                                                                            kreplica_check):
+    run = tmp_path / "low-hw"
+    write_lost_m3(run)
+    snapshot(run, {n: ["m0", "m1", "m2", "m4", "m5"] for n in (1, 2, 3)}, hw=3)
+    meta(run, acks=1, faults=leader_kill())
+    code, doc, _ = kreplica_check(run)
+    assert (code, doc["passed"]) == (1, False)
+    assert "the snapshot cannot show it gone: its high watermark 3 is not above offset 4" \
+        in doc["reason"]
+    assert doc["tradeoff"]["blind"]["t-0"]
+
+
+def test_a_torn_last_line_with_a_loss_is_judged_not_unreadable(tmp_path, kreplica_check):
+    """The checker leaves a last line a crash cut short out; so does the trade-off."""
+    run = lost_m3(tmp_path / "torn")
+    with open(run / "sends.jsonl", "a") as f:
+        f.write('{"process": 0, "topic": "t", "partition": 0, "id": "m9", "off')
+    meta(run, acks=1, faults=leader_kill())
+    code, doc, err = kreplica_check(run)
+    assert (code, doc["passed"]) == (0, True), err or doc["reason"]
+    assert doc["extra"]["ignored_torn_last_line"] == ["sends.jsonl"]

@@ -12,13 +12,16 @@ from pytest_kreplica.validation.tradeoffs import judge
 from tests.planted_loss import leader_kill, write_lost_m3
 
 
-def snapshot(run, ids, hw=None):
-    write_partition(run / "replicas" / "2" / "t-0",
-                    [build_batch(0, message_values(ids))], per_segment=1)
+def snapshot(run, ids, hw=None, nodes=(1, 2, 3)):
+    """Every replica of the planted case's replication factor 3 (``nodes``) holding
+    ``ids`` at offsets 0, 1, ..., node 2 leading."""
+    for node in nodes:
+        write_partition(run / "replicas" / str(node) / "t-0",
+                        [build_batch(0, message_values(ids))], per_segment=1)
     (run / "replicas.json").write_text(json.dumps({
-        "nodes": {"2": "replicas/2"},
-        "partitions": [{"topic": "t", "partition": 0, "leader": 2, "replicas": [2],
-                        "isr": [2], "high_watermark": len(ids) if hw is None else hw}],
+        "nodes": {str(n): f"replicas/{n}" for n in nodes},
+        "partitions": [{"topic": "t", "partition": 0, "leader": 2, "replicas": list(nodes),
+                        "isr": list(nodes), "high_watermark": len(ids) if hw is None else hw}],
         "at_rest": True}))
 
 
