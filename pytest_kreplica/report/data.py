@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from ..errors import HistoryError
 from ..rundir import RUN_JSON
+from ..validation.checker.arrow import read_arrow
 
 SCHEMAS = {
     "sends": pa.schema([("process", pa.int64()), ("topic", pa.string()),
@@ -46,8 +47,6 @@ def read_table(run_dir: Path, name: str) -> pa.Table:
     """``NAME.jsonl`` or ``NAME.parquet`` (file or folder), with the columns drawn here, read
     by the checker's reader (``read_arrow``: the same contract and torn-last-line rule); an
     absent table is empty (a run that crashed early still gets a report)."""
-    from ..validation.checker.arrow import read_arrow
-
     return read_arrow(run_dir, name).select(SCHEMAS[name].names)
 
 

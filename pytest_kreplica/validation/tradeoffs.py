@@ -25,6 +25,7 @@ from typing import Any
 
 from ..rundir import REPLICAS_JSON
 from .checker.anomalies import EXCUSABLE, INVALIDATING
+from .checker.arrow import read_arrow
 from .evidence import excusing_events, find_excuse, why_unexcused
 from .replicas.layout import load_layout
 from .replicas.sight import blind_partitions, describe
@@ -36,8 +37,6 @@ EXAMPLES = 10
 
 def _tables(run_dir: Path):
     import pyarrow.compute as pc
-
-    from .checker.arrow import read_arrow
 
     sends, polls = read_arrow(run_dir, "sends", True), read_arrow(run_dir, "polls", True)
     acked = sends.filter(pc.and_(pc.equal(sends["status"], "ok"), pc.is_valid(sends["offset"])))

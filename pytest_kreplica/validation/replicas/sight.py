@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from .batches import SegmentScanner
 from .layout import PartitionInfo, ReplicaLayout
-from .records import RecordDecodeError, iter_record_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -31,6 +30,8 @@ def replica_records(layout: ReplicaLayout, part: PartitionInfo
                     ) -> dict[int, tuple[dict[int, str | None], int]]:
     """node -> ({offset: id} of every record below the high watermark, batches below it
     that could not be decoded), for every listed replica with a copy."""
+    from .records import RecordDecodeError, iter_record_ids  # kafka's decoder: when needed
+
     hw = part.high_watermark
     out: dict[int, tuple[dict[int, str | None], int]] = {}
     for s in layout.segment_files():
