@@ -11,9 +11,11 @@ the new leader is checked against the ISR every broker showed just before the fa
 (``isrviews``).
 
 How a failure strikes and restores, and the event kinds it writes, come from its
-``registry.FAILURES`` entry (``shared/HISTORY.md`` events table); the nemesis adds two
+``registry.FAILURES`` entry (``shared/HISTORY.md`` events table); the nemesis adds three
 observations for the report's timeline: ``elect`` (a new leader outside the victim, with its
-election time) and ``recovered`` (every replica in sync; a component: its work moving again).
+election time), ``recovered`` (every replica in sync; a component: its work moving again)
+and ``fault-did-not-act`` (the strike raised or its victim read back unchanged: a harness
+error, the victim restored all the same).
 
 A component is anything with the node fault methods (``terminate`` / ``kill`` / ``pause`` /
 ``resume`` / ``start``) that is not a broker; it comes wrapped in a :class:`Component` that
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from ..history import RunWriter
 
 PROGRESS_READ_S = 10.0  # how long a component's progress is retried before its restore
+DID_NOT_ACT = "fault-did-not-act"  # the event of a strike that did not act (a harness error)
 
 
 def _join(error: str | None, note: str) -> str:
@@ -215,9 +218,13 @@ class Nemesis(Elections):
                                      f"{comp.label} (pid {comp.process.pid})")
             self.progress(f"fault #{spec.index}: {failure.event} {comp.label}")
             struck = True
-            failure.strike_component(comp.process)
-            rec.state_after_strike = comp.process.state.value
-            _verify_struck(failure, comp.label, lambda: comp.process.state.value)
+            try:
+                failure.strike_component(comp.process)
+                rec.state_after_strike = comp.process.state.value
+                _verify_struck(failure, comp.label, lambda: comp.process.state.value)
+            except Exception as exc:
+                self._did_not_act(spec, comp.name, exc)
+                raise
             self._hold(spec, rec)
         except Exception as exc:  # recorded, restored below, raised by run()
             rec.error = f"{type(exc).__name__}: {exc}"
@@ -281,23 +288,33 @@ class Nemesis(Elections):
                 rec.isr_before = sorted(set(rec.isr_before) | set(again))
         rec.strike_ns, measured = now_ns(), None
         self.progress(f"fault #{spec.index}: {failure.event} node {rec.node} ({spec.target})")
-        try:  # the event follows the strike (at its time) to carry what it measured
-            measured = failure.strike(self.cluster, rec.node)
-            rec.struck_ns, rec.measured = now_ns(), measured
-        finally:
-            self.writer.event(failure.event, node=str(rec.node), role=spec.target,
-                              time_ns=rec.strike_ns,
-                              detail=(f"fault #{spec.index}: {spec.failure} failure of the "
-                                      f"{spec.target} (node {rec.node}); {rec.topic}-"
-                                      f"{rec.partition} leader {rec.leader_before} isr "
-                                      f"{rec.isr_before}"
-                                      + (f"; {disagreed}" if disagreed else "")
-                                      + (f"; measured: {measured}" if measured else "")))
-        with contextlib.suppress(Exception):  # read again below where it is the proof
-            rec.state_after_strike = self.cluster.node_state(rec.node).value
-        if failure.struck_state is not None:
+        try:
+            try:  # the event follows the strike (at its time) to carry what it measured
+                measured = failure.strike(self.cluster, rec.node)
+                rec.struck_ns, rec.measured = now_ns(), measured
+            finally:
+                self.writer.event(failure.event, node=str(rec.node), role=spec.target,
+                                  time_ns=rec.strike_ns,
+                                  detail=(f"fault #{spec.index}: {spec.failure} failure of "
+                                          f"the {spec.target} (node {rec.node}); {rec.topic}-"
+                                          f"{rec.partition} leader {rec.leader_before} isr "
+                                          f"{rec.isr_before}"
+                                          + (f"; {disagreed}" if disagreed else "")
+                                          + (f"; measured: {measured}" if measured else "")))
+            with contextlib.suppress(Exception):  # read again below where it is the proof
+                rec.state_after_strike = self.cluster.node_state(rec.node).value
             _verify_struck(failure, f"node {rec.node}",
                            lambda: self.cluster.node_state(rec.node).value)
+        except Exception as exc:
+            self._did_not_act(spec, str(rec.node), exc)
+            raise
+
+    def _did_not_act(self, spec: FaultSpec, node: str, exc: Exception) -> None:
+        """The timeline shows the harness finding beside the strike's own event: a strike
+        that raised, or whose victim read back unchanged, did not act."""
+        with contextlib.suppress(Exception):  # the record's error carries it all the same
+            self.writer.event(DID_NOT_ACT, node=node, role=spec.target, time_ns=now_ns(),
+                              detail=f"fault #{spec.index}: {type(exc).__name__}: {exc}")
 
     def _restore(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]

@@ -8,6 +8,10 @@ into the run's writer. A line cut short by a kill was never a row and is dropped
 is a new incarnation with a process number of its own (1, 101, 201, ...): a restarted member
 is a new reader that resumes at the group's committed positions, not the old one rewinding.
 The child dies with the parent (parent-death signal, through the launcher thread).
+
+``state`` is the process's own, read from the kernel (psutil), never a flag set by the
+signal's sender: ``pause`` and ``resume`` return once the kernel shows the process stopped
+(or running again), so a SIGSTOP that did not act is a ``ClusterError``, not a pause.
 """
 
 from __future__ import annotations
@@ -23,13 +27,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from ..cluster.base import NodeState
 from ..cluster.launcher import Launcher
+from ..errors import ClusterError
 from ..history import ISOLATION_LEVELS
+from ..waits import wait_for
 from .txn_group import RC, GroupReader
 
 INCARNATION_STEP = 100
 STOP_TIMEOUT_S = 15.0
+# a signal is delivered when its target next runs: on a loaded machine that takes a while
+SIGNAL_TIMEOUT_S = 10.0
 
 
 class MemberProcess:
@@ -50,7 +60,6 @@ class MemberProcess:
         self.lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._pump: threading.Thread | None = None
-        self._paused = False
         run_dir = getattr(writer, "run_dir", None)
         self._log_dir = Path(run_dir) / "clients" if run_dir is not None else None
 
@@ -63,7 +72,20 @@ class MemberProcess:
     def state(self) -> NodeState:
         if not self.alive():
             return NodeState.STOPPED
-        return NodeState.PAUSED if self._paused else NodeState.RUNNING
+        status = self.status()
+        if status == "gone":
+            return NodeState.STOPPED
+        return NodeState.PAUSED if status == psutil.STATUS_STOPPED else NodeState.RUNNING
+
+    def status(self) -> str:
+        """The kernel's state of the process (psutil: "stopped" is /proc/PID/stat's T),
+        "gone" once it exited."""
+        if self._proc is None:
+            return "gone"
+        try:
+            return psutil.Process(self._proc.pid).status()
+        except psutil.NoSuchProcess:
+            return "gone"
 
     def start(self) -> MemberProcess:
         """A new incarnation (its own process number) joining the group."""
@@ -82,7 +104,6 @@ class MemberProcess:
         finally:
             if log is not subprocess.DEVNULL:
                 log.close()
-        self._paused = False
         self.writer.event("start", process=self.process,
                           detail=f"group member process (pid {self._proc.pid}) of {self.group}")
         self._pump = threading.Thread(target=self._copy_rows, args=(self._proc,), daemon=True,
@@ -101,12 +122,33 @@ class MemberProcess:
             self.kill()
 
     def pause(self) -> None:
+        """SIGSTOP, returning once the kernel shows the process stopped."""
+        if not self.alive():
+            raise ClusterError(f"cannot pause group member {self.process}: its process is "
+                               f"not running (state {self.state.value})")
         self._signal(signal.SIGSTOP)
-        self._paused = True
+        self._await_state(NodeState.PAUSED, "SIGSTOP")
 
     def resume(self) -> None:
+        """SIGCONT, returning once the kernel shows the process running again (a member
+        that died meanwhile is left to ``start``)."""
+        if not self.alive():
+            return
         self._signal(signal.SIGCONT)
-        self._paused = False
+        self._await_state(NodeState.RUNNING, "SIGCONT")
+
+    def _await_state(self, wanted: NodeState, sent: str) -> None:
+        def check() -> str | None:
+            state = self.state
+            if state is wanted or (state is NodeState.STOPPED and wanted is NodeState.RUNNING):
+                return None
+            return f"state {state.value} (process status {self.status()})"
+
+        try:
+            wait_for(check, SIGNAL_TIMEOUT_S, f"its process {wanted.value}", poll=0.05)
+        except ClusterError as exc:
+            raise ClusterError(f"{sent} did not act on group member {self.process} "
+                               f"(pid {self.pid}): {exc}") from None
 
     # -- the reader interface of the drain -------------------------------------------------
     def alive(self) -> bool:

@@ -103,7 +103,7 @@ def test_a_fault_that_did_not_act_and_an_admin_timeout_are_harness_errors(
               (out / next(c for c in verdicts if "hard" in c) / "events.jsonl")
               .read_text().splitlines()]
     assert [e["kind"] for e in events if e["node"] == str(fault["node"])] == \
-        ["kill", "start", "recovered"]  # the strike's time is recorded; it did not act
+        ["kill", "fault-did-not-act", "start", "recovered"]  # the strike, then the finding
 
     # (b) the topics' admin requests to frozen brokers, retried within the short bound
     (error,) = frozen["harness"]["errors"]

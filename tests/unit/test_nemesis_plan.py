@@ -14,6 +14,7 @@ from pytest_kreplica.faults import (
     Nemesis,
     scenario_checks,
 )
+from pytest_kreplica.faults.registry import FAILURES
 
 
 def test_same_seed_same_schedule_other_seed_other_schedule():
@@ -269,12 +270,18 @@ def test_a_strike_that_leaves_the_victim_running_is_a_fault_that_did_not_act(fai
     comp = Component("mirror-maker", "MirrorMaker 2", proc, lambda: 1, lambda b, t: None)
     plan = FaultPlan(seed=5, failure=failure, target="mirror-maker", downtime_s=0.0,
                      delay_s=(0.0, 0.01))
-    nemesis = Nemesis(None, _Events(), plan, [("t", 0)], components={"mirror-maker": comp})
+    events = _Events()
+    nemesis = Nemesis(None, events, plan, [("t", 0)], components={"mirror-maker": comp})
     with pytest.raises(ClusterError) as info:
         nemesis.run()
     assert isinstance(info.value, HarnessError)
-    assert (f"{failure} did not act on MirrorMaker 2: expected its state {expected} after "
-            f"the strike, seen running") in str(info.value)
+    finding = (f"{failure} did not act on MirrorMaker 2: expected its state {expected} after "
+               f"the strike, seen running")
+    assert finding in str(info.value)
+    kinds = [e["kind"] for e in events.rows]
+    strike, restore = FAILURES[failure].event, FAILURES[failure].restore_event
+    assert kinds[:3] == [strike, "fault-did-not-act", restore], kinds  # on the timeline
+    assert finding in events.rows[1]["detail"] and events.rows[1]["node"] == "mirror-maker"
     assert proc.calls[0] == "no-op" and len(proc.calls) == 2  # restored all the same
     (check,) = scenario_checks(nemesis.records)
     assert not check["ok"] and "did not act" in check["detail"]
