@@ -253,15 +253,16 @@ class Cluster(abc.ABC):
         """Start a stopped (or resume a paused) node on its old log dir and wait until it
         is registered again."""
 
-    def partition(self, node_id: int, from_clients: bool = False) -> None:
+    def partition(self, node_id: int, from_clients: bool = False) -> str | None:
         """Network failure: cut the node off from every other node (and from clients when
-        ``from_clients``) while its process keeps running. Only the docker backend can."""
+        ``from_clients``) while its process keeps running, and return how the cut was seen
+        (raising ``ClusterError`` when it did not act). Only the docker backend can."""
         raise self._no_partitions()
 
-    def heal(self, node_id: int | None = None, timeout: float = 60.0) -> None:
-        """Undo faults. With ``node_id``: that node's ``partition`` (its links work again).
-        Without: every fault (paused nodes resumed, stopped ones started), then the health
-        gate."""
+    def heal(self, node_id: int | None = None, timeout: float = 60.0) -> str | None:
+        """Undo faults. With ``node_id``: that node's ``partition`` (its links work again),
+        returning how the heal was seen. Without: every fault (paused nodes resumed,
+        stopped ones started), then the health gate."""
         if node_id is not None:
             raise self._no_partitions()
         for node in self.nodes:

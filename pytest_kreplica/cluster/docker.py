@@ -55,6 +55,8 @@ _STATES = {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}
 class DockerCluster(IptablesPartitions, AdminCluster):
     """Kafka nodes as Docker containers behind the Cluster API."""
 
+    listener_ports = (INTERNAL_PORT, CONTROLLER_PORT)  # what a partition's probes connect to
+
     def __init__(self, spec: ClusterSpec, workdir: Path):
         self.spec = spec
         self.workdir = Path(workdir)

@@ -1,6 +1,8 @@
-"""partition: the node is cut off from its peers (its container leaves the cluster network),
-then healed. Docker backend only; never drawn by ``random`` (a soak runs on any backend);
-not applicable to a component."""
+"""partition: the node is cut off from its peers (DROP rules in its container's network
+namespace), then healed. Docker backend only; never drawn by ``random`` (a soak runs on any
+backend); not applicable to a component. The strike measures its effect: the backend reads
+the cut back from a peer (its TCP connects to the node time out) and the heal too (they
+open again), so a cut that did not act is a harness error, not a quiet case."""
 
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ if TYPE_CHECKING:
     from ..cluster import Cluster
 
 
-def strike(cluster: Cluster, node: int) -> None:
-    cluster.partition(node)
+def strike(cluster: Cluster, node: int) -> str | None:
+    return cluster.partition(node)
 
 
-def restore(cluster: Cluster, node: int, timeout: float) -> None:
-    cluster.heal(node)
+def restore(cluster: Cluster, node: int, timeout: float) -> str | None:
+    return cluster.heal(node)
 
 
 FAILURE = Failure(

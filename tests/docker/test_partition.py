@@ -1,14 +1,18 @@
 """Network partitions on real containers: the links really go, the broker keeps running,
-and after heal the node is back in the ISR."""
+and after heal the node is back in the ISR; a cut or a heal that did not act is a harness
+error (the backend reads both back from a peer)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 from tenacity import retry, stop_after_delay, wait_fixed
 
-from pytest_kreplica.cluster import NodeState
+from pytest_kreplica.cluster import NodeState, docker_partition
+from pytest_kreplica.errors import ClusterError
 
 from .conftest import kafka_answers, peer_connects
 
@@ -28,7 +32,9 @@ def test_partitioned_leader_cannot_commit_and_rejoins(healthy, topic, from_clien
     try:
         producer.send(topic, b"before").get(timeout=30)  # metadata says: leader is `leader`
 
-        cluster.partition(leader, from_clients=from_clients)
+        seen = cluster.partition(leader, from_clients=from_clients)
+
+        assert seen.endswith(f"to node {leader}: 9092 timed out, 9093 timed out"), seen
 
         assert cluster.partitioned() == {leader: from_clients}
         assert cluster.node_state(leader) is NodeState.RUNNING  # the broker keeps running
@@ -44,8 +50,9 @@ def test_partitioned_leader_cannot_commit_and_rejoins(healthy, topic, from_clien
     finally:
         producer.close(timeout=5)
 
-    cluster.heal(leader)
+    seen = cluster.heal(leader)
 
+    assert seen.endswith(f"to node {leader}: 9092 open, 9093 open"), seen
     assert cluster.partitioned() == {}
     assert peer_connects(cluster, peers[0], leader)
     assert kafka_answers("127.0.0.1", cluster.node(leader).port)
@@ -85,3 +92,32 @@ def test_partitioned_follower_leaves_isr_and_majority_commits(healthy, topic):
         assert follower in isr, f"expected node {follower} back in the ISR after heal; ISR {isr}"
 
     rejoined()
+
+
+def test_a_cut_or_a_heal_that_did_not_act_is_a_cluster_error(healthy, monkeypatch):
+    """Planted: the iptables scripts never run (everything else, the probes from a peer
+    included, is the product's)."""
+    cluster, node = healthy, healthy.nodes[-1].node_id
+    monkeypatch.setattr(docker_partition, "VERIFY_S", 3.0)
+    run_iptables = cluster._exec_root
+    monkeypatch.setattr(cluster, "_exec_root", lambda node_id, script: None)
+    expected = (rf"the {{}} of node {node} did not act: expected every TCP connect from node "
+                rf"\d to node {node}'s ports \[9092, 9093\] {{}} within 3 s; last seen: from "
+                rf"node \d to [\d.]+: 9092 {{}}, 9093 {{}}")
+    with pytest.raises(ClusterError, match=expected.format("partition", "timed out", "open",
+                                                           "open")):
+        cluster.partition(node)
+    assert cluster.partitioned() == {node: False}  # left for a heal to undo
+
+    monkeypatch.setattr(cluster, "_exec_root", run_iptables)
+    cluster.heal(node)
+    assert "timed out" in cluster.partition(node)  # a real cut, read back
+    monkeypatch.setattr(cluster, "_exec_root", lambda node_id, script: None)
+    with pytest.raises(ClusterError, match=expected.format("heal", "open", "timed out",
+                                                           "timed out")):
+        cluster.heal(node)
+    assert cluster.partitioned() == {node: False}  # still cut: the next heal flushes it
+
+    monkeypatch.setattr(cluster, "_exec_root", run_iptables)
+    assert re.search(r"9092 open, 9093 open$", cluster.heal(node))
+    assert cluster.partitioned() == {}
