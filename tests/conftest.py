@@ -17,8 +17,10 @@ import pyarrow.json  # noqa: F401
 import pytest
 
 from pytest_kreplica.cache import ENV_CACHE, cache_dir
+from tests import schedule
 
 OUTER_CACHE = cache_dir()
+RECORDED = schedule.recorded_seconds()
 
 
 @pytest.fixture
@@ -26,3 +28,14 @@ def pytester(pytester: pytest.Pytester, monkeypatch) -> pytest.Pytester:
     """pytester with ``$KREPLICA_CACHE`` set to the outer run's cache (not its empty HOME)."""
     monkeypatch.setenv(ENV_CACHE, str(OUTER_CACHE))
     return pytester
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]):
+    """Work units and their order (tests/schedule.py): the file groups go on before every
+    other implementation (xdist's loadgroup reads the groups into the test ids), the order
+    after them all (the plugin's own sort by cluster stays within each unit)."""
+    schedule.add_file_groups(items)
+    result = yield
+    items[:] = schedule.longest_first(items, RECORDED)
+    return result

@@ -148,7 +148,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if case.scenario != scenario:
                 continue
             marks = [getattr(pytest.mark, name) for name in case.markers]
-            marks.append(pytest.mark.kreplica_spec(spec_key(cluster_spec(case))))
+            key = spec_key(cluster_spec(case))
+            # under --dist loadgroup, the cases of one cluster share a worker (and the cluster)
+            marks += [pytest.mark.kreplica_spec(key), pytest.mark.xdist_group(f"kreplica-{key}")]
             marks.extend(expected_finding_marks(matrix.expected_findings.get(case.case_id)))
             params.append(pytest.param(case, id=case.case_id, marks=marks))
     metafunc.parametrize("kreplica_case", params, indirect=True)
