@@ -84,6 +84,14 @@ def render(rows: list[dict[str, Any]], columns: list[Column] | None = None) -> l
     return lines
 
 
+def case_id_of(nodeid: str) -> str:
+    """The case id inside a test id's brackets (``--dist loadgroup`` appends ``@group``)."""
+    head, at, tail = nodeid.rpartition("@")
+    if at and "]" not in tail:
+        nodeid = head
+    return nodeid.rsplit("[", 1)[-1].rstrip("]")
+
+
 class SummaryCollector:
     """Gathers one row per case from the test reports (on the xdist controller, from the
     workers' reports) and prints the table; registered by the plugin on the controller."""
@@ -95,7 +103,7 @@ class SummaryCollector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if "kreplica" not in report.keywords:
             return
-        case_id = report.nodeid.rsplit("[", 1)[-1].rstrip("]")
+        case_id = case_id_of(report.nodeid)
         row = self.rows.setdefault(report.nodeid, {"case_id": case_id})
         for name, value in report.user_properties:
             if name == RESULT_PROPERTY:

@@ -67,3 +67,14 @@ def test_the_durations_script_refuses_a_file_that_is_not_junit(tmp_path):
     run = subprocess.run([sys.executable, str(REPO / "scripts/test-durations"), str(bad)],
                          cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "not junit XML" in run.stderr
+
+
+@pytest.mark.parametrize(("nodeid", "case_id"), [
+    ("tests/system/test_replication.py::test_replication[smoke-p1]", "smoke-p1"),
+    ("tests/system/test_replication.py::test_replication[smoke-p1]@kreplica-process-b3-kdefault",
+     "smoke-p1"),
+    ("t.py::test_x[odd@id]", "odd@id"),
+])
+def test_the_summary_finds_the_case_id_under_loadgroup(nodeid, case_id):
+    from pytest_kreplica.plugin.summary import case_id_of
+    assert case_id_of(nodeid) == case_id
