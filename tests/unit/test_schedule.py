@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kreplica.plugin.summary import case_id_of
 from tests import schedule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,5 +77,4 @@ def test_the_durations_script_refuses_a_file_that_is_not_junit(tmp_path):
     ("t.py::test_x[odd@id]", "odd@id"),
 ])
 def test_the_summary_finds_the_case_id_under_loadgroup(nodeid, case_id):
-    from pytest_kreplica.plugin.summary import case_id_of
     assert case_id_of(nodeid) == case_id
