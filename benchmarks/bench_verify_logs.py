@@ -8,7 +8,7 @@ their own base offsets, which lie outside the CRC):
   writes them;
 * ``1-record``: one ~100-byte record per batch, as a synchronous producer writes them;
 * ``mixed``: 440 partitions x 3 replicas of 1 MiB segments, batches of 1 to 1000 records
-  (none, lz4, zstd), the shape of issue 15's real segments (``--gib 0.69`` matches its size).
+  (none, lz4, zstd), the shape of a real matrix run's segments (``--gib 0.69`` matches its size).
 
 For each: the page cache is warmed, then ``sha256sum`` over all files and ``verify_logs``
 (warm Spark session) alternate ``--runs`` times; medians and their ratio are printed, with the
@@ -98,7 +98,7 @@ def mixed_batches() -> list[bytes]:
 
 def make_mixed_run(root: Path, gib: float) -> tuple[Path, list[Path]]:
     """``mixed``: MIXED_PARTITIONS partitions x 3 replicas, 1 MiB segments, batches of
-    1 to 1000 records (the shape of a real matrix's topics, issue 15)."""
+    1 to 1000 records (the shape of a real matrix's topics)."""
     run = root / "mixed"
     templates = [(tpl, struct.unpack_from(">i", tpl, 23)[0] + 1) for tpl in mixed_batches()]
     per_partition = int(gib * (1 << 30) / len(REPLICAS) / MIXED_PARTITIONS) + 1

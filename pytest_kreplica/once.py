@@ -5,7 +5,7 @@ template, a Docker image, Spark's class-data archive) goes through ``prepare`` o
 
 * each preparation has its own lock file; taking a lock this process already holds (in the
   same thread) raises ``Reentered`` at once: flock is not re-entrant across descriptors, so
-  a nested take would wait on itself until its timeout (issue 13's 15-minute stall);
+  a nested take would wait on itself until its timeout;
 * a wait on another process's lock is reported within ``FIRST_NOTICE_S`` and then every
   ``NOTICE_EVERY_S``: what is awaited, which pid holds it and for how long;
 * a holder that died releases its flock with its descriptors (the kernel does it); the next

@@ -24,7 +24,7 @@ TUNED_FAULT_SETTINGS = {
     # (default on, every 300 s) moved leadership back to a restarted node a few seconds
     # after a fault, unrecorded, and with acks=1 truncated records the interim leader had
     # acknowledged, which the loss evidence then could not explain. A preferred-leader
-    # election is a fault of its own, to be struck and recorded (issue 16, membership).
+    # election is a fault of its own, to be struck and recorded.
     "auto.leader.rebalance.enable": "false",
 }
 

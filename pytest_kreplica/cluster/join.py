@@ -1,4 +1,4 @@
-"""One broker added to a running process cluster (the ``broker_join`` fault, issue 16 part 5).
+"""One broker added to a running process cluster (the ``broker_join`` fault).
 
 The new node is broker-only (``process.roles=broker``): the quorum's voters stay as they
 are (changing them is a different fault), and it joins the way an operator adds capacity,

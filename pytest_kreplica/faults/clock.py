@@ -1,4 +1,4 @@
-"""Clock skew (issue 16, part 2): a node's wall clock bumped forward, bumped back, or strobed,
+"""Clock skew: a node's wall clock bumped forward, bumped back, or strobed,
 through the libfaketime its JVM was started with (``cluster/faketime.py``; on the docker
 backend the host's library is mounted into the node's container and preloaded there, and the
 offset file lies in the node's mounted directory).

@@ -1,5 +1,5 @@
 """broker_decommission: a broker removed from the running cluster while the producer runs
-(issue 16, part 5), the way an operator does it: every replica it holds (the case's topics
+the way an operator does it: every replica it holds (the case's topics
 and the internal ones) reassigned to the other brokers and waited for, then the broker
 stopped (SIGTERM, controlled shutdown) and unregistered from the KRaft controller
 (``kafka-cluster.sh unregister``: ClusterTool from the version's kafka-tools jars).

@@ -1,4 +1,4 @@
-"""Disk faults (issue 16, part 3) on the node's own small filesystem (cluster/smalldisk.py).
+"""Disk faults on the node's own small filesystem (cluster/smalldisk.py).
 
 ``disk_full`` fills the victim's log-dir filesystem to the brim while the workload produces;
 ``disk_readonly`` makes the kernel turn it read-only, as ext4 does after an I/O error

@@ -1,5 +1,5 @@
 """broker_join: a broker added to the running cluster while the producer runs, and given
-the victim's replicas (issue 16, part 5). A broker that joins holds nothing until replicas
+the victim's replicas. A broker that joins holds nothing until replicas
 are moved onto it, so the fault is the join and that move together: a new broker-only node
 started with the cluster's id and quorum (``cluster.join``), then every replica of the
 case's topics the victim holds reassigned to it (the victim left out, the new broker

@@ -1,4 +1,4 @@
-"""Degraded links between the nodes (issue 16, part 1), through the cluster's Toxiproxy.
+"""Degraded links between the nodes, through the cluster's Toxiproxy.
 
 A link fault degrades every connection *into* the victim, on both its proxied listeners:
 replication (followers fetching from it, its ISR) and the KRaft quorum (voters fetching from

@@ -1,4 +1,4 @@
-"""What the membership faults (issue 16, part 5: ``reassign``, ``preferred_election``) share:
+"""What the membership faults (``reassign``, ``preferred_election``) share:
 an admin client of their own, the partitions they act on, and bounded waits on metadata.
 
 These faults do not hurt a process; they ask the controller to move replicas or leadership

@@ -1,4 +1,4 @@
-"""Power loss (issue 16, part 4): a node dies at once and what it had not fsynced is gone.
+"""Power loss: a node dies at once and what it had not fsynced is gone.
 
 Kafka acknowledges a record once it is in the page cache of the replicas that count
 (``acks``); it fsyncs a segment only when it rolls, at a clean shutdown, or as often as

@@ -1,5 +1,5 @@
 """preferred_election: leadership handed over by a preferred-leader election while the
-producer runs (issue 16, part 5).
+producer runs.
 
 Test clusters run without automatic preferred-leader election (docs/cluster.md), and a
 healthy partition is led by its preferred replica, so an election alone would do nothing.

@@ -1,5 +1,5 @@
 """controller_membership: a KRaft controller voter removed from the quorum and added back
-while the producer runs (issue 16, part 5; KIP-853 dynamic quorums, Kafka 3.9+), the way an
+while the producer runs (KIP-853 dynamic quorums, Kafka 3.9+), the way an
 operator does it: ``kafka-metadata-quorum remove-controller`` with the voter's id and
 metadata directory id, later ``add-controller`` with the node's own configuration.
 

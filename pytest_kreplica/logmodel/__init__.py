@@ -1,4 +1,4 @@
-"""The log model (issue 18, seed 000): a stateful Hypothesis property test of one topic's
+"""The log model (seed 000): a stateful Hypothesis property test of one topic's
 log against a running cluster, through the Kafka protocol.
 
 Modules: ``model`` (the pure model and its checks), ``system`` (the topic through

@@ -16,7 +16,7 @@ import pytest
 from .replay import load_machine
 
 MARKER = "log_model"
-MARKER_HELP = ("the stateful log-model property test (issue 18): Hypothesis drives a topic's "
+MARKER_HELP = ("the stateful log-model property test: Hypothesis drives a topic's "
                "log and a model side by side on a real cluster")
 HELP_REPLAY = ("run a log-model replay file (the shrunk failing program a log-model test "
                "wrote into its run directory) instead of the collected tests")

@@ -198,7 +198,7 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               lambda v: "kdefault" if v is None else f"k{v}", _kafka_markers,
               (None, "3.9.0"), doc="default = newest 4.x with every artifact published",
               type="str | None"),
-    # two-cluster and version dimensions (issue 8: mirrored runs, version compatibility)
+    # two-cluster and version dimensions (mirrored runs, version compatibility)
     Dimension("target_kafka_version", _kafka_version, None,
               lambda v: "tkdefault" if v is None else f"tk{v}", _kafka_markers,
               doc="the second version: the mirror target's, or the version a rolling upgrade "
@@ -223,7 +223,7 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               type="str"),
     Dimension("backend", _choice(*_BACKENDS), "process", lambda v: v,
               lambda v: [f"backend_{v}"], _BACKENDS, doc="cluster backend", type="str"),
-    # failure dimensions (issue 4 drives the faults; validated here)
+    # failure dimensions (the faults drive them; validated here)
     Dimension("failure", _choice(*FAILURE_VALUES), NONE,
               lambda v: "nofail" if v == NONE else v, lambda v: [f"failure_{v}"],
               FAILURE_VALUES,

@@ -1,4 +1,4 @@
-"""The ``txn`` workload (matrix ``workload: txn``, issue 17): Jepsen-style transactions.
+"""The ``txn`` workload (matrix ``workload: txn``): Jepsen-style transactions.
 
 Two transactional producers (kafka-python, each its own ``transactional_id``) write random
 transactions of 1-4 records over the case's topics and partitions at the same time, and

@@ -1,4 +1,4 @@
-"""A (read_committed) member of a consumer group for the ``txn`` workload (issue 17).
+"""A (read_committed) member of a consumer group for the ``txn`` workload.
 
 It ``subscribe``s (the group coordinator assigns partitions, rebalances move them), records
 every poll with its isolation level and the group generation, and every rebalance as an

@@ -1,4 +1,4 @@
-"""The ``txn_pipeline`` workload (matrix ``workload: txn_pipeline``, issue 17): the ``txn``
+"""The ``txn_pipeline`` workload (matrix ``workload: txn_pipeline``): the ``txn``
 workload plus a read-process-write pipeline, Kafka's exactly-once recipe.
 
 The transactional producers write into every topic but the last. The pipeline is a

@@ -15,7 +15,7 @@ transaction wrote, the writer *write-reads* before it (``wr``). A cycle of such 
 Each is counted per strongly connected component of its edge kinds (so a cluster of
 transactions tangled together counts once, with its members as the example).
 
-How it scales (issue 17: 10M operations in a 4 GB driver): Spark builds the edges (a window
+How it scales (10M operations in a 4 GB driver): Spark builds the edges (a window
 over each partition's committed records, a join of reads to writes) and orders the
 transactions by when their commit was invoked. Every cycle has an edge that points back in
 that order, and every transaction on a cycle lies inside the order interval of such a back

@@ -1,7 +1,7 @@
 """The counts, the examples and the missing ids of a history's version 1 rules, in one query.
 
 Users wait longest for the histories with anomalies, so finding and showing them must not
-cost a second full pass over the history (issue 15). The per-id step of the rules
+cost a second full pass over the history. The per-id step of the rules
 (``rules._example_carriers``) carries the row numbers of what a pair rule's example shows;
 the one aggregation that counts every anomaly also keeps, per anomaly, the ids with the
 lowest codes (``rules._as_longs``) and those row numbers (``min_by(…, k)``: a bounded top-k,
