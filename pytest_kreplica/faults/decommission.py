@@ -1,4 +1,4 @@
-"""broker_decommission: a broker removed from the running cluster while the producer runs
+"""broker_decommission: a broker removed from the running cluster while the producer runs,
 the way an operator does it: every replica it holds (the case's topics
 and the internal ones) reassigned to the other brokers and waited for, then the broker
 stopped (SIGTERM, controlled shutdown) and unregistered from the KRaft controller
