@@ -2,7 +2,7 @@
 run N times at the machine's own load and under a planted one, counted per test.
 
     python benchmarks/bench_flakes.py [--repeat 5] [--load own hog] [--integration]
-    python benchmarks/bench_flakes.py --quick      # one run of two smoke cases per load
+    python benchmarks/bench_flakes.py --quick      # one run of two ci cases per load
 
 Each run is ``pytest tests/system -m ci -n 2 --junitxml=...`` (``pytest tests/integration
 -n 2`` too with ``--integration``) in a fresh process with its own basetemp; its junit xml is
@@ -41,7 +41,7 @@ RUN = "run:"  # the key prefix of one run's outcome of a test as a whole (``add_
 LOADS = ("own", "hog")
 CI = ("tests/system", "-m", "ci")
 INTEGRATION = ("tests/integration",)
-QUICK_CASES = "smoke-p1-none-acks-1-sync or smoke-p5-none-acks-1-async"
+QUICK_CASES = "leader-election-p1-rf3-hard or follower-failure-p5-none-acks-1-async-soft-x1"
 RUN_TIMEOUT_S = 4 * 3600
 HARNESS_ERROR = re.compile(r"pytest_kreplica\.errors\.(Harness|Cluster|Node|Check)Error"
                            r"|harness error in case ")
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run tests/integration each time")
     parser.add_argument("--workers", type=int, default=2, help="pytest -n (default 2)")
     parser.add_argument("--quick", action="store_true",
-                        help=f"one run of two smoke cases per load (-k {QUICK_CASES!r})")
+                        help=f"one run of two ci cases per load (-k {QUICK_CASES!r})")
     args = parser.parse_args(argv)
     if args.quick:
         args.repeat = 1
