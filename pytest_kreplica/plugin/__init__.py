@@ -77,6 +77,9 @@ def pytest_configure(config: pytest.Config) -> None:
                    "kreplica_case fixture) with every selected matrix case of scenario NAME")
     config.addinivalue_line(
         "markers", "kreplica_spec(key): the cluster a case needs (cases are ordered by it)")
+    # every case carries one; registered here too, so -p no:xdist with --strict-markers works
+    config.addinivalue_line(
+        "markers", "xdist_group(name): under --dist loadgroup, run the group on one worker")
     for name, help_text in {**static_markers(), **outcomes.MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {help_text}")
     # a HarnessError ends a test as an error, not a failure
