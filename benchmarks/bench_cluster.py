@@ -85,7 +85,7 @@ def main() -> int:
                         help="skip the failover baseline with Kafka's default settings")
     args = parser.parse_args()
     dist = resolve(args.version)
-    ensure_class_data_archive(dist)  # built once, outside the timings
+    ensure_class_data_archive(dist, ProcessCluster)  # built once, outside the timings
     print(f"Kafka {dist.version}, {os.cpu_count()} cores, {load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="kreplica-bench-") as tmp:
         root = Path(tmp)

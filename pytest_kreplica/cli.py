@@ -23,7 +23,7 @@ COMMANDS = {
     "check": "pytest_kreplica.validation.checker.cli:run_check",
     "verify-logs": "pytest_kreplica.validation.replicas.cli:run_verify_logs",
     "cluster": "pytest_kreplica.cluster.cli:run_cluster",
-    "fetch": "pytest_kreplica.cluster.distribution:run_fetch",
+    "fetch": "pytest_kreplica.cluster.cli:run_fetch",
     "image": "pytest_kreplica.cluster.docker_image:run_image",
     "report": "pytest_kreplica.report.rebuild:run_report",
     "matrices": "pytest_kreplica.matrix.listing:run_matrices",

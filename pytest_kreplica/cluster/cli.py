@@ -3,7 +3,8 @@
 ``up`` runs in the foreground until Ctrl-C (or SIGTERM) and then stops every node;
 ``up --detach`` leaves the nodes running (they are started without the parent-death
 signal, marked as detached so the reaper leaves them alone) and records them in
-``<dir>/cluster.json`` for ``down``.
+``<dir>/cluster.json`` for ``down``. ``kreplica fetch`` warms the cache and makes the
+broker's one-time artefacts.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import threading
 import time
 from pathlib import Path
 
+from ..cache import cache_dir
 from ..errors import InputError
+from . import prepared
 from .base import ClusterSpec, NodeState
-from .distribution import resolve
+from .distribution import COMPONENTS, default_version, resolve
 
 NODE_WATCH_S = 1.0
 
@@ -101,4 +104,22 @@ def _down(args) -> int:
     workdir = Path(args.directory).expanduser()
     pids = stop_detached(workdir)
     print(f"stopped {len(pids)} node processes of {workdir.resolve()}")
+    return 0
+
+
+def run_fetch(args) -> int:
+    """``kreplica fetch [--version V]``: warm the cache for every component, and build the
+    broker's one-time artefacts (format template, class-data archive) with a line per step."""
+    from .process import ProcessCluster
+
+    version = getattr(args, "kafka_version", None)
+    if version is None:
+        version = default_version(refresh=True)
+    started = time.monotonic()
+    dist = resolve(version, tuple(COMPONENTS))
+    prepared.prepare_broker(dist, ProcessCluster)
+    elapsed = time.monotonic() - started
+    for component, cp in dist.classpaths.items():
+        print(f"kafka {dist.version} {component}: {len(cp.split(':'))} jars")
+    print(f"cache: {cache_dir()} ({elapsed:.1f} s)")
     return 0

@@ -349,25 +349,6 @@ def _jar_count(version: str, component: str) -> int:
         return 0
 
 
-def run_fetch(args) -> int:
-    """``kreplica fetch [--version V]``: warm the cache for every component, and build the
-    broker's one-time artefacts (format template, class-data archive) with a line per step."""
-    from . import prepared
-
-    version = getattr(args, "kafka_version", None)
-    if version is None:
-        version = default_version(refresh=True)
-    started = time.monotonic()
-    dist = resolve(version, tuple(COMPONENTS))
-    prepared.prepare_broker(dist)
-    elapsed = time.monotonic() - started
-    for component, cp in dist.classpaths.items():
-        print(f"kafka {dist.version} {component}: {len(cp.split(':'))} jars")
-    print(f"cache: {cache_dir()} ({elapsed:.1f} s)")
-    return 0
-
-
-
 def run_tool(version: str | None, main_class: str, *args: str, what: str,
              timeout: float) -> str:
     """Run one of Kafka's command-line tools (kafka-tools of ``version``, default heap) to

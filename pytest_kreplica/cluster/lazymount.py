@@ -32,9 +32,9 @@ from ..cache import cache_dir
 from ..errors import ClusterError, EnvironmentProblem
 from . import debpkg, smalldisk
 from .launcher import Launcher
+from .owner import owner_env
 from .pernode import PerNode
 from .ports import identity_alive, process_identity
-from .reaper import owner_env
 
 VERSION = "3.14.0-4"  # Debian bookworm's
 POOL_URL = f"https://deb.debian.org/debian/pool/main/f/fuse3/libfuse3-3_{VERSION}_amd64.deb"

@@ -6,6 +6,9 @@ two have separate locks, so that nested request takes the template's lock (or fi
 template made), never the archive's own; a failed template only means that cluster formats
 with the real tool. Both are optimisations: a failure leaves a ``.failed`` marker and brokers
 start without them.
+
+The archive build's cluster class comes from the caller (``ProcessCluster``, whose start asks
+for the archive): this module sits below the process backend and never imports it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .. import once
 from ..errors import ClusterError
@@ -31,17 +36,19 @@ HOST = "127.0.0.1"
 FORMAT_TIMEOUT_S = 120.0
 ARCHIVE_BUILD_TIMEOUT_S = 120.0
 ARCHIVE_RETRY_AFTER_S = 24 * 3600
+#: ``ProcessCluster`` or a subclass: called with (spec, workdir, use_archive=, extra_jvm_flags=)
+NewCluster = Callable[..., Any]
 
 
 def template_path(dist: distribution.Distribution) -> Path:
     return dist.home / "format-template" / "bootstrap.checkpoint"
 
 
-def prepare_broker(dist: distribution.Distribution) -> bool:
+def prepare_broker(dist: distribution.Distribution, new_cluster: NewCluster) -> bool:
     """Make the format template and the class-data archive of ``dist`` (each once);
     True when the archive exists afterwards."""
     ensure_format_template(dist)
-    return ensure_class_data_archive(dist)
+    return ensure_class_data_archive(dist, new_cluster)
 
 
 # -- format template -----------------------------------------------------------------------
@@ -88,28 +95,28 @@ def _make_template(dist: distribution.Distribution, template: Path, timeout: flo
 
 # -- class-data archive ------------------------------------------------------------------------
 
-def ensure_class_data_archive(dist: distribution.Distribution,
+def ensure_class_data_archive(dist: distribution.Distribution, new_cluster: NewCluster,
                               timeout: float = ARCHIVE_BUILD_TIMEOUT_S) -> bool:
-    """Build the broker class-data archive of ``dist`` once: a one-node cluster runs with
-    ``-XX:ArchiveClassesAtExit``, serves a little traffic and is stopped. A failure leaves
-    ``classes.failed`` and brokers start without an archive (retried a day later)."""
+    """Build the broker class-data archive of ``dist`` once: a one-node cluster
+    (``new_cluster``) runs with ``-XX:ArchiveClassesAtExit``, serves a little traffic and is
+    stopped. A failure leaves ``classes.failed`` and brokers start without an archive
+    (retried a day later)."""
     archive = dist.archive_path
     return once.prepare("building the broker class-data archive (once)",
                         archive.with_name("archive.lock"), archive.exists,
-                        lambda: _build_archive(dist, archive, timeout),
+                        lambda: _build_archive(dist, archive, timeout, new_cluster),
                         failed_marker=archive.with_suffix(".failed"),
                         retry_after_s=ARCHIVE_RETRY_AFTER_S)
 
 
-def _build_archive(dist: distribution.Distribution, archive: Path, timeout: float) -> None:
-    from .process import ProcessCluster
-
+def _build_archive(dist: distribution.Distribution, archive: Path, timeout: float,
+                   new_cluster: NewCluster) -> None:
     build_dir = archive.parent / "archive-build"
     shutil.rmtree(build_dir, ignore_errors=True)
     partial = archive.with_name(f"classes.{os.getpid()}.jsa.tmp")
-    cluster = ProcessCluster(ClusterSpec(brokers=1, kafka_version=dist.version), build_dir,
-                             use_archive=False,
-                             extra_jvm_flags=(f"-XX:ArchiveClassesAtExit={partial}",))
+    cluster = new_cluster(ClusterSpec(brokers=1, kafka_version=dist.version), build_dir,
+                          use_archive=False,
+                          extra_jvm_flags=(f"-XX:ArchiveClassesAtExit={partial}",))
     try:
         cluster.start(timeout=timeout)
         cluster.create_topics([TopicSpec("kreplica-warmup", 2, 1)], timeout=30)

@@ -108,7 +108,7 @@ class ProcessCluster(AdminCluster):
         self.kafka_version = self.dist.version
         self.timings["resolve"] = time.monotonic() - started
         if self.use_archive:
-            prepared.ensure_class_data_archive(self.dist)
+            prepared.ensure_class_data_archive(self.dist, ProcessCluster)
         self.timings["archive"] = time.monotonic() - started - self.timings["resolve"]
         t0 = time.monotonic()
         try:

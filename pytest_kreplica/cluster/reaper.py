@@ -16,30 +16,23 @@ import signal
 
 import psutil
 
-from . import smalldisk
-from .ports import identity_alive, process_identity
+from . import lazymount, smalldisk
+from .owner import (
+    DETACHED,
+    OWNER_ENV,
+    OWNER_PROPERTY,
+    WORKDIR_ENV,
+    WORKDIR_PROPERTY,
+    owner_alive,
+    owner_env,
+    owner_flags,
+    owner_token,
+)
 
-OWNER_PROPERTY = "kreplica.owner"
-WORKDIR_PROPERTY = "kreplica.workdir"
-DETACHED = "detached"
-OWNER_ENV = "KREPLICA_OWNER"  # the markers of a process that is not a JVM
-WORKDIR_ENV = "KREPLICA_WORKDIR"
-
-
-def owner_token(pid: int | None = None) -> str:
-    ident = process_identity(pid)
-    return f"{ident['pid']}:{ident['started']}"
-
-
-def owner_flags(workdir: str, detached: bool = False) -> list[str]:
-    """JVM flags that mark a process as ours (owner and cluster directory)."""
-    owner = DETACHED if detached else owner_token()
-    return [f"-D{OWNER_PROPERTY}={owner}", f"-D{WORKDIR_PROPERTY}={workdir}"]
-
-
-def owner_env(workdir: str) -> dict[str, str]:
-    """Environment that marks a non-JVM process as ours (owner and cluster directory)."""
-    return {OWNER_ENV: owner_token(), WORKDIR_ENV: str(workdir)}
+#: the owner markers (``owner.py``) are read from here too, beside the reaper that acts on them
+__all__ = ["DETACHED", "OWNER_ENV", "OWNER_PROPERTY", "WORKDIR_ENV", "WORKDIR_PROPERTY",
+           "kill_process_tree", "marked_processes", "owner_alive", "owner_env", "owner_flags",
+           "owner_token", "reap_orphans"]
 
 
 def _marks(info: dict) -> tuple[str | None, str | None]:
@@ -73,16 +66,6 @@ def marked_processes(workdir: str | None = None) -> list[psutil.Process]:
     return found
 
 
-def owner_alive(token: str) -> bool:
-    if token == DETACHED:
-        return True
-    pid, _, started = token.partition(":")
-    try:
-        return identity_alive({"pid": int(pid), "started": float(started)})
-    except ValueError:
-        return True  # not a token we wrote: leave it alone
-
-
 def kill_process_tree(proc: psutil.Process) -> None:
     """SIGKILL a node: its whole process group when it leads one, else the process."""
     with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
@@ -108,7 +91,5 @@ def reap_orphans(timeout: float = 10.0) -> list[int]:
         kill_process_tree(proc)
     psutil.wait_procs(orphans, timeout=timeout)
     smalldisk.sweep_stale()
-    from . import lazymount  # lazy: it imports this module
-
     lazymount.sweep_stale()
     return [p.pid for p in orphans]

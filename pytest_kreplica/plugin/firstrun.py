@@ -94,7 +94,9 @@ def prepare(needs: Iterable[Need]) -> float:
                 if backend == "docker":
                     docker_image.ensure_image(dist.version)
                 else:
-                    prepared.prepare_broker(dist)
+                    from ..cluster.process import ProcessCluster  # psutil: the plugin stays light
+
+                    prepared.prepare_broker(dist, ProcessCluster)
             except Exception as exc:  # the cases that need it fail with the full story
                 text = str(exc) if isinstance(exc, KreplicaError) else repr(exc)
                 once.say(f"kreplica: preparing Kafka {version or '(default)'} for the "

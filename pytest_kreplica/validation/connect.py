@@ -36,7 +36,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 from .. import once
 from ..cache import cache_dir
 from ..errors import CheckError, InputError
-from .spark import driver_memory
+from .sparkenv import driver_memory
 
 ENV_IDLE = "KREPLICA_SPARK_IDLE_S"
 ENV_SERVER_MASTER = "KREPLICA_SPARK_CONNECT_MASTER"

@@ -30,15 +30,14 @@ from typing import TYPE_CHECKING
 
 from ..cache import cache_dir
 from ..errors import CheckError, InputError, KreplicaError
-from . import driver_archive, jit, reuse
+from . import connect, driver_archive, jit, reuse
+from .sparkenv import driver_memory
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 ENV_MASTER = "KREPLICA_SPARK_MASTER"
-ENV_DRIVER_MEMORY = "KREPLICA_SPARK_DRIVER_MEMORY"
 DEFAULT_MASTER = "local[2]"
-DEFAULT_DRIVER_MEMORY = "2g"
 CONNECT = "connect"
 AUTO = "auto"  # the machine's server if one runs (never started for it), else DEFAULT_MASTER
 MASTER_FORMS = "local, local[N], local[*], spark://host:port, connect, auto or sc://host:port"
@@ -65,10 +64,6 @@ def resolve_master(master: str | None = None) -> str:
 
 def is_connect(url: str) -> bool:
     return url == CONNECT or url.startswith("sc://")
-
-
-def driver_memory() -> str:
-    return os.environ.get(ENV_DRIVER_MEMORY) or DEFAULT_DRIVER_MEMORY
 
 
 def local_cores(master: str) -> int:
@@ -225,9 +220,8 @@ def get_spark(master: str | None = None, extra_conf: dict[str, str] | None = Non
     if url == AUTO and _session is not None:  # chosen once, kept for the process's life
         return _session
     if url in (CONNECT, AUTO):
-        from .connect import ensure_server, running_server
-
-        url = ensure_server() if url == CONNECT else running_server() or DEFAULT_MASTER
+        url = (connect.ensure_server() if url == CONNECT
+               else connect.running_server() or DEFAULT_MASTER)
     with _lock:
         if _session is not None and _session_url == url:
             return _session
@@ -304,10 +298,8 @@ def _stop_locked() -> None:
     session.stop()
     reuse.forget()  # its Columns belong to the session that stopped
     if url is not None and is_connect(url):
-        from .connect import paths, release
-
         with contextlib.suppress(Exception):
-            release(paths())
+            connect.release(connect.paths())
         return
     making, _archive_making = _archive_making, None
     if making is not None:

@@ -24,8 +24,9 @@ PREPARE = textwrap.dedent("""
     import json, sys
     from pytest_kreplica.cluster import distribution
     from pytest_kreplica.cluster import prepared
+    from pytest_kreplica.cluster.process import ProcessCluster
     dist = distribution.resolve(sys.argv[1])
-    has_archive = prepared.prepare_broker(dist)
+    has_archive = prepared.prepare_broker(dist, ProcessCluster)
     print(json.dumps({"classpath": dist.classpath, "archive": has_archive,
                       "template": str(prepared.template_path(dist))}))
 """)

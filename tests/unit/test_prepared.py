@@ -27,8 +27,12 @@ def quiet():
     once.set_say(previous)
 
 
+def no_cluster(*args, **kwargs):
+    raise AssertionError("the faked archive build starts no cluster")
+
+
 def _archive_build_that_formats(seen: list):
-    def build(dist, archive, timeout):
+    def build(dist, archive, timeout, new_cluster):
         seen.append(prepared.ensure_format_template(dist))  # what the cluster start does
         archive.write_bytes(b"jsa")
     return build
@@ -47,7 +51,7 @@ def test_archive_build_asks_for_the_template_without_waiting_on_itself(
     monkeypatch.setattr(prepared, "_make_template", make_template)
     monkeypatch.setattr(prepared, "_build_archive", _archive_build_that_formats(seen))
     started = time.monotonic()
-    assert prepared.ensure_class_data_archive(dist) is True
+    assert prepared.ensure_class_data_archive(dist, no_cluster) is True
     assert time.monotonic() - started < 5.0
     assert dist.archive_path.read_bytes() == b"jsa"
     if template_works:
@@ -61,12 +65,12 @@ def test_archive_build_asks_for_the_template_without_waiting_on_itself(
 def test_a_failed_archive_is_marked_and_not_retried(dist, monkeypatch):
     calls = []
 
-    def broken(dist, archive, timeout):
+    def broken(dist, archive, timeout, new_cluster):
         calls.append(1)
         raise RuntimeError("waited 120 s for 1 unfenced brokers")
 
     monkeypatch.setattr(prepared, "_build_archive", broken)
-    assert prepared.ensure_class_data_archive(dist) is False
-    assert prepared.ensure_class_data_archive(dist) is False
+    assert prepared.ensure_class_data_archive(dist, no_cluster) is False
+    assert prepared.ensure_class_data_archive(dist, no_cluster) is False
     assert len(calls) == 1
     assert "unfenced" in dist.archive_path.with_suffix(".failed").read_text()
