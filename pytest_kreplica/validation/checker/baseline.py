@@ -29,6 +29,79 @@ class _Id:
         self.ok: tuple | None = None  # (offset, cluster, topic, partition, process)
 
 
+class _Tally:
+    """What the history's rows say, gathered in one pass over each table."""
+
+    def __init__(self, mirrored: bool) -> None:
+        self.mirrored = mirrored
+        self.ids: dict[str, _Id] = defaultdict(_Id)
+        self.positions: dict[tuple, set] = defaultdict(set)  # (cluster, topic, p, offset) -> ids
+        self.id_positions: dict[tuple, set] = defaultdict(set)  # (id, bucket) -> positions
+        self.max_polled: dict[tuple, int] = {}
+        self.send_streams: dict[tuple, list] = defaultdict(list)
+        self.poll_streams: dict[tuple, list] = defaultdict(list)
+        self.totals = dict.fromkeys(TOTALS, 0)
+
+    def read_sends(self, rows) -> None:
+        ids, totals = self.ids, self.totals
+        for row in rows:
+            rid, status, offset = row["id"], row["status"], row.get("offset")
+            cluster = row.get("cluster")
+            entry = ids[rid]
+            entry.n_send += 1
+            totals["sent"] += 1
+            if status == "ok":
+                entry.n_ok += 1
+                totals["acked"] += 1
+                first = entry.ok is None or entry.ok[0] is None
+                if first or (offset is not None and offset < entry.ok[0]):
+                    entry.ok = (offset, cluster, row["topic"], row["partition"], row["process"])
+                if offset is not None:
+                    tp = (cluster, row["topic"], row["partition"])
+                    self.positions[(*tp, offset)].add(rid)
+                    self.id_positions[(rid, cluster if self.mirrored else None)].add(
+                        (*tp, offset))
+                    self.send_streams[(row["process"], *tp)].append(
+                        (row["invoke_ns"], row["complete_ns"], offset, rid))
+            elif status == "fail":
+                entry.n_fail += 1
+                totals["failed"] += 1
+            else:
+                entry.n_info += 1
+                totals["indeterminate"] += 1
+
+    def read_polls(self, rows) -> None:
+        mirrored, max_polled = self.mirrored, self.max_polled
+        for seq, row in enumerate(rows):
+            rid, offset, cluster = row["id"], row["offset"], row.get("cluster")
+            tp = (cluster, row["topic"], row["partition"])
+            entry = self.ids[rid]
+            entry.n_poll += 1
+            self.totals["polled"] += 1
+            if not mirrored or cluster == "target":
+                entry.n_poll_loss += 1
+            self.positions[(*tp, offset)].add(rid)
+            self.id_positions[(rid, cluster if mirrored else None)].add((*tp, offset))
+            if offset > max_polled.get(tp, -1 << 62):
+                max_polled[tp] = offset
+            index = row.get("index")
+            self.poll_streams[(row["process"], *tp)].append(
+                (row["poll"], seq if index is None else index, offset, rid, row["time_ns"]))
+
+
+class _Notes:
+    """Anomaly counts, with the first few examples of each."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(NAMES, 0)
+        self.examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
+
+    def note(self, name: str, **example: Any) -> None:
+        self.counts[name] += 1
+        if len(self.examples[name]) < EXAMPLES_PER_ANOMALY:
+            self.examples[name].append(example)
+
+
 def check_baseline(run_dir: str | os.PathLike[str], semantics: str | None = None) -> Verdict:
     path: Path = check_run_dir(run_dir)
     meta = read_run_json(path, missing_ok=True)
@@ -40,102 +113,68 @@ def check_baseline(run_dir: str | os.PathLike[str], semantics: str | None = None
     sends_table, polls_table = find_table(path, SENDS), find_table(path, POLLS)
     exempting = read_exempting_events(find_table(path, EVENTS, required=False))
 
-    ids: dict[str, _Id] = defaultdict(_Id)
-    positions: dict[tuple, set] = defaultdict(set)  # (cluster, topic, partition, offset) -> ids
-    id_positions: dict[tuple, set] = defaultdict(set)  # (id, bucket) -> positions
-    max_polled: dict[tuple, int] = {}
-    send_streams: dict[tuple, list] = defaultdict(list)
-    poll_streams: dict[tuple, list] = defaultdict(list)
-    totals = dict.fromkeys(TOTALS, 0)
+    tally = _Tally(mirrored)
+    tally.read_sends(iter_rows(sends_table))
+    tally.read_polls(iter_rows(polls_table))
+    notes = _Notes()
+    known = _offset_anomalies(tally, notes)
+    _record_anomalies(tally, notes)
+    _poll_order_anomalies(tally, known, exempting, notes)
+    _send_order_anomalies(tally, notes)
+    return Verdict.from_counts({**notes.counts, **tally.totals}, chosen, dict(notes.examples))
 
-    for row in iter_rows(sends_table):
-        rid, status, offset = row["id"], row["status"], row.get("offset")
-        cluster = row.get("cluster")
-        entry = ids[rid]
-        entry.n_send += 1
-        totals["sent"] += 1
-        if status == "ok":
-            entry.n_ok += 1
-            totals["acked"] += 1
-            first = entry.ok is None or entry.ok[0] is None
-            if first or (offset is not None and offset < entry.ok[0]):
-                entry.ok = (offset, cluster, row["topic"], row["partition"], row["process"])
-            if offset is not None:
-                tp = (cluster, row["topic"], row["partition"])
-                positions[(*tp, offset)].add(rid)
-                id_positions[(rid, cluster if mirrored else None)].add((*tp, offset))
-                send_streams[(row["process"], *tp)].append(
-                    (row["invoke_ns"], row["complete_ns"], offset, rid))
-        elif status == "fail":
-            entry.n_fail += 1
-            totals["failed"] += 1
-        else:
-            entry.n_info += 1
-            totals["indeterminate"] += 1
 
-    for seq, row in enumerate(iter_rows(polls_table)):
-        rid, offset, cluster = row["id"], row["offset"], row.get("cluster")
-        tp = (cluster, row["topic"], row["partition"])
-        entry = ids[rid]
-        entry.n_poll += 1
-        totals["polled"] += 1
-        if not mirrored or cluster == "target":
-            entry.n_poll_loss += 1
-        positions[(*tp, offset)].add(rid)
-        id_positions[(rid, cluster if mirrored else None)].add((*tp, offset))
-        if offset > max_polled.get(tp, -1 << 62):
-            max_polled[tp] = offset
-        index = row.get("index")
-        poll_streams[(row["process"], *tp)].append(
-            (row["poll"], seq if index is None else index, offset, rid, row["time_ns"]))
-
-    counts = dict.fromkeys(NAMES, 0)
-    examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
-
-    def note(name: str, **example: Any) -> None:
-        counts[name] += 1
-        if len(examples[name]) < EXAMPLES_PER_ANOMALY:
-            examples[name].append(example)
-
-    # offsets: inconsistent, and the sorted known offsets of each partition (for skips)
+def _offset_anomalies(tally: _Tally, notes: _Notes) -> dict[tuple, list[int]]:
+    """Inconsistent offsets and duplicated ids; returns the sorted known offsets of each
+    partition (for skips)."""
     known: dict[tuple, list[int]] = defaultdict(list)
-    for (cluster, topic, partition, offset), holders in positions.items():
+    for (cluster, topic, partition, offset), holders in tally.positions.items():
         known[(cluster, topic, partition)].append(offset)
         if len(holders) > 1:
             a, b = sorted(holders)[:2]
-            note("inconsistent_offsets", id=a, other_id=b, topic=topic, partition=partition,
-                 offset=offset)
+            notes.note("inconsistent_offsets", id=a, other_id=b, topic=topic,
+                       partition=partition, offset=offset)
     for offsets in known.values():
         offsets.sort()
-    duplicated = {rid for (rid, _bucket), where in id_positions.items() if len(where) > 1}
+    duplicated = {rid for (rid, _bucket), where in tally.id_positions.items() if len(where) > 1}
     for rid in sorted(duplicated):
-        note("duplicated", id=rid)
+        notes.note("duplicated", id=rid)
+    return known
 
+
+def _record_anomalies(tally: _Tally, notes: _Notes) -> None:
+    """Per id: lost or unseen, aborted reads, unexpected and recovered records."""
+    mirrored = tally.mirrored
     reach: dict[tuple, int] = {}
     if mirrored:
-        for entry in ids.values():
+        for entry in tally.ids.values():
             if entry.ok is not None and entry.n_poll_loss and entry.ok[0] is not None:
                 key = entry.ok[1:4]
                 reach[key] = max(reach.get(key, entry.ok[0]), entry.ok[0])
-    for rid, entry in ids.items():
+    for rid, entry in tally.ids.items():
         if entry.n_ok and not entry.n_poll_loss:
             offset, cluster, topic, partition, process = entry.ok
             if mirrored:
                 passed = offset is not None and reach.get((cluster, topic, partition), -1) > offset
             else:
-                top = max_polled.get((cluster, topic, partition))
+                top = tally.max_polled.get((cluster, topic, partition))
                 passed = offset is not None and top is not None and top > offset
-            note("lost" if passed else "unseen", id=rid, topic=topic, partition=partition,
-                 offset=offset, process=process)
+            notes.note("lost" if passed else "unseen", id=rid, topic=topic, partition=partition,
+                       offset=offset, process=process)
         if entry.n_poll:
             if entry.n_fail:
-                note("aborted_reads", id=rid)
+                notes.note("aborted_reads", id=rid)
             if not entry.n_send:
-                note("unexpected", id=rid)
+                notes.note("unexpected", id=rid)
             if entry.n_info:
-                note("recovered", id=rid)
+                notes.note("recovered", id=rid)
 
-    for (process, cluster, topic, partition), rows in poll_streams.items():
+
+def _poll_order_anomalies(tally: _Tally, known: dict[tuple, list[int]],
+                          exempting: dict, notes: _Notes) -> None:
+    """Skips and backward steps of each consumer's polls, except across an assign or
+    rebalance."""
+    for (process, cluster, topic, partition), rows in tally.poll_streams.items():
         rows.sort(key=lambda r: (r[0], r[1]))
         offsets = known[(cluster, topic, partition)]
         times = exempting.get(process, [])
@@ -149,12 +188,15 @@ def check_baseline(run_dir: str | os.PathLike[str], semantics: str | None = None
                 name = "nonmonotonic_polls"
             if times and bisect_right(times, cur[4]) - bisect_right(times, prev[4]) > 0:
                 continue  # an assign / rebalance in (previous poll, this poll]
-            note(name, id=cur[3], prev_id=prev[3], topic=topic, partition=partition,
-                 offset=o2, prev_offset=o1, process=process)
-    for (process, _cluster, topic, partition), rows in send_streams.items():
+            notes.note(name, id=cur[3], prev_id=prev[3], topic=topic, partition=partition,
+                       offset=o2, prev_offset=o1, process=process)
+
+
+def _send_order_anomalies(tally: _Tally, notes: _Notes) -> None:
+    for (process, _cluster, topic, partition), rows in tally.send_streams.items():
         rows.sort(key=lambda r: (r[0], r[1]))
         for prev, cur in zip(rows, rows[1:], strict=False):
             if cur[2] < prev[2]:
-                note("nonmonotonic_sends", id=cur[3], prev_id=prev[3], topic=topic,
-                     partition=partition, offset=cur[2], prev_offset=prev[2], process=process)
-    return Verdict.from_counts({**counts, **totals}, chosen, dict(examples))
+                notes.note("nonmonotonic_sends", id=cur[3], prev_id=prev[3], topic=topic,
+                           partition=partition, offset=cur[2], prev_offset=prev[2],
+                           process=process)
