@@ -18,7 +18,8 @@ What it does not model: overwrites inside the durable length are kept (Kafka's s
 append-only; its indexes are rebuilt on recovery), and the creation, rename or removal of a
 file is durable at once (Kafka fsyncs its directories on those anyway).
 
-The pure bookkeeping is :class:`Durability`; :class:`LazyOps` is the FUSE side.
+The pure bookkeeping is :class:`Durability`; the FUSE side is three groups of pass-through
+operations (metadata, names, contents) that ``_ops_class`` joins with mfusepy's base class.
 """
 
 from __future__ import annotations
@@ -111,126 +112,149 @@ class Durability:
         return {"tracked": tracked, "writes": self.writes}
 
 
+class _Backing:
+    """The backing directory and the bookkeeping every group of operations below shares
+    (plain classes, so that mfusepy is imported only by ``_ops_class``)."""
+
+    denied: type[OSError] = PermissionError  # mfusepy's FuseOSError, set by _ops_class
+
+    def __init__(self, root: str, durability: Durability):
+        self.root, self.d = root, durability
+
+    def _p(self, path: str) -> str:
+        return os.path.join(self.root, path.lstrip("/"))
+
+
+class _Metadata(_Backing):
+    """Attributes, permissions and listings, passed through to the backing files."""
+
+    def getattr(self, path, fh=None):
+        st = os.fstat(fh) if fh is not None else os.lstat(self._p(path))
+        keys = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_ino", "st_dev",
+                "st_blocks", "st_blksize")
+        out = {k: getattr(st, k) for k in keys}
+        out.update(st_atime=st.st_atime_ns, st_mtime=st.st_mtime_ns,
+                   st_ctime=st.st_ctime_ns)
+        return out
+
+    def access(self, path, amode):
+        if not os.access(self._p(path), amode):
+            raise self.denied(errno.EACCES)
+        return 0
+
+    def readdir(self, path, fh):
+        return [".", "..", *os.listdir(self._p(path))]
+
+    def readlink(self, path):
+        return os.readlink(self._p(path))
+
+    def statfs(self, path):
+        st = os.statvfs(self._p(path))
+        return {k: getattr(st, k) for k in (
+            "f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files",
+            "f_flag", "f_frsize", "f_namemax")}
+
+    def chmod(self, path, mode):
+        os.chmod(self._p(path), mode)
+        return 0
+
+    def chown(self, path, uid, gid):
+        os.chown(self._p(path), uid, gid)
+        return 0
+
+    def utimens(self, path, times=None):
+        os.utime(self._p(path), ns=times) if times else os.utime(self._p(path))
+        return 0
+
+
+class _Names(_Backing):
+    """Creating, linking, renaming and removing names: durable at once (Kafka fsyncs its
+    directories on those anyway), so only the bookkeeping of removed and renamed files
+    follows."""
+
+    def mkdir(self, path, mode):
+        os.mkdir(self._p(path), mode)
+        return 0
+
+    def rmdir(self, path):
+        os.rmdir(self._p(path))
+        self.d.removed(path)
+        return 0
+
+    def unlink(self, path):
+        os.unlink(self._p(path))
+        self.d.removed(path)
+        return 0
+
+    def symlink(self, target, source):
+        os.symlink(source, self._p(target))
+        return 0
+
+    def link(self, target, source):
+        os.link(self._p(source), self._p(target))
+        return 0
+
+    def rename(self, old, new):
+        os.rename(self._p(old), self._p(new))
+        self.d.renamed(old, new)
+        return 0
+
+
+class _Contents(_Backing):
+    """Opening, reading, writing, truncating and syncing file contents: every change is
+    told to :class:`Durability` first."""
+
+    def create(self, path, mode, fi=None):
+        fd = os.open(self._p(path), os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
+        self.d.created(path)
+        return fd
+
+    def open(self, path, flags):
+        full = self._p(path)
+        if flags & os.O_TRUNC:
+            self.d.before_change(path, os.stat(full).st_size)
+            self.d.truncated(path, 0)
+        return os.open(full, flags & ~os.O_APPEND)
+
+    def read(self, path, size, offset, fh):
+        return os.pread(fh, size, offset)
+
+    def write(self, path, data, offset, fh):
+        self.d.before_change(path, os.fstat(fh).st_size)
+        return os.pwrite(fh, data, offset)
+
+    def truncate(self, path, length, fh=None):
+        full = self._p(path)
+        self.d.before_change(path, os.fstat(fh).st_size if fh else os.stat(full).st_size)
+        os.ftruncate(fh, length) if fh else os.truncate(full, length)
+        self.d.truncated(path, length)
+        return 0
+
+    def flush(self, path, fh):
+        return 0
+
+    def release(self, path, fh):
+        os.close(fh)
+        return 0
+
+    def fsync(self, path, datasync, fh):
+        os.fdatasync(fh) if datasync else os.fsync(fh)
+        self.d.synced(path)
+        return 0
+
+    def fsyncdir(self, path, datasync, fh):
+        return 0
+
+
 def _ops_class() -> type:
     """The FUSE operations, built when mfusepy (which loads libfuse) can be imported."""
     import mfusepy as fuse
 
-    class LazyOps(fuse.Operations):
+    class LazyOps(_Metadata, _Names, _Contents, fuse.Operations):
         """Pass-through to ``root``, telling :class:`Durability` about every change."""
 
         use_ns = True
-
-        def __init__(self, root: str, durability: Durability):
-            self.root, self.d = root, durability
-
-        def _p(self, path: str) -> str:
-            return os.path.join(self.root, path.lstrip("/"))
-
-        def getattr(self, path, fh=None):
-            st = os.fstat(fh) if fh is not None else os.lstat(self._p(path))
-            keys = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_ino", "st_dev",
-                    "st_blocks", "st_blksize")
-            out = {k: getattr(st, k) for k in keys}
-            out.update(st_atime=st.st_atime_ns, st_mtime=st.st_mtime_ns,
-                       st_ctime=st.st_ctime_ns)
-            return out
-
-        def access(self, path, amode):
-            if not os.access(self._p(path), amode):
-                raise fuse.FuseOSError(errno.EACCES)
-            return 0
-
-        def readdir(self, path, fh):
-            return [".", "..", *os.listdir(self._p(path))]
-
-        def readlink(self, path):
-            return os.readlink(self._p(path))
-
-        def statfs(self, path):
-            st = os.statvfs(self._p(path))
-            return {k: getattr(st, k) for k in (
-                "f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files",
-                "f_flag", "f_frsize", "f_namemax")}
-
-        def chmod(self, path, mode):
-            os.chmod(self._p(path), mode)
-            return 0
-
-        def chown(self, path, uid, gid):
-            os.chown(self._p(path), uid, gid)
-            return 0
-
-        def utimens(self, path, times=None):
-            os.utime(self._p(path), ns=times) if times else os.utime(self._p(path))
-            return 0
-
-        def mkdir(self, path, mode):
-            os.mkdir(self._p(path), mode)
-            return 0
-
-        def rmdir(self, path):
-            os.rmdir(self._p(path))
-            self.d.removed(path)
-            return 0
-
-        def unlink(self, path):
-            os.unlink(self._p(path))
-            self.d.removed(path)
-            return 0
-
-        def symlink(self, target, source):
-            os.symlink(source, self._p(target))
-            return 0
-
-        def link(self, target, source):
-            os.link(self._p(source), self._p(target))
-            return 0
-
-        def rename(self, old, new):
-            os.rename(self._p(old), self._p(new))
-            self.d.renamed(old, new)
-            return 0
-
-        def create(self, path, mode, fi=None):
-            fd = os.open(self._p(path), os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
-            self.d.created(path)
-            return fd
-
-        def open(self, path, flags):
-            full = self._p(path)
-            if flags & os.O_TRUNC:
-                self.d.before_change(path, os.stat(full).st_size)
-                self.d.truncated(path, 0)
-            return os.open(full, flags & ~os.O_APPEND)
-
-        def read(self, path, size, offset, fh):
-            return os.pread(fh, size, offset)
-
-        def write(self, path, data, offset, fh):
-            self.d.before_change(path, os.fstat(fh).st_size)
-            return os.pwrite(fh, data, offset)
-
-        def truncate(self, path, length, fh=None):
-            full = self._p(path)
-            self.d.before_change(path, os.fstat(fh).st_size if fh else os.stat(full).st_size)
-            os.ftruncate(fh, length) if fh else os.truncate(full, length)
-            self.d.truncated(path, length)
-            return 0
-
-        def flush(self, path, fh):
-            return 0
-
-        def release(self, path, fh):
-            os.close(fh)
-            return 0
-
-        def fsync(self, path, datasync, fh):
-            os.fdatasync(fh) if datasync else os.fsync(fh)
-            self.d.synced(path)
-            return 0
-
-        def fsyncdir(self, path, datasync, fh):
-            return 0
+        denied = fuse.FuseOSError
 
     return LazyOps
 
