@@ -134,101 +134,119 @@ class SegmentScanner:
     def _raw_batches(self) -> Iterator[Batch]:
         """Frame batches by their length; on a broken frame, resynchronise on the next
         position that holds a sound batch."""
-        unpack_head = _HEAD.unpack_from
-        crc = crc32c.crc32c
         with open(self.path, "rb") as f:
             r = _Reader(f, self.chunk_size)
-            size = self.size = r.size
-            expected = self.first_offset
-            count = 0
-            last = None
-            resync = False
-            sha256 = hashlib.sha256
-            keep = self.keep_data
-            mv_of: bytes | None = None
-            mv = memoryview(b"")
-            while True:
-                # fast path: a sound batch wholly in the buffer
-                buf, pos = r.buf, r.pos
-                if not resync and pos + HEADER_SIZE <= len(buf):
-                    base, blen, epoch, magic, stored, attrs, delta = unpack_head(buf, pos)
-                    end = pos + blen + LOG_OVERHEAD
-                    if magic == 2 and blen >= MIN_BATCH_LENGTH and end <= len(buf):
-                        if mv_of is not buf:
-                            mv, mv_of = memoryview(buf), buf
-                        if crc(mv[pos + CRC_START:end]) == stored:
-                            whole = mv[pos:end]
-                            last_offset = base + delta
-                            count += 1
-                            yield Batch(r.start + pos, base, last_offset, end - pos, epoch,
-                                        stored, True, attrs, sha256(whole).digest()[:16],
-                                        None, bytes(whole) if keep else None)
-                            if last_offset >= expected:
-                                expected = last_offset + 1
-                            if last is None or last_offset > last:
-                                last = last_offset
-                            r.pos = end
-                            continue
-                if resync:
-                    resync = False
-                    if not self._resync(r, expected):
+            self.size = r.size
+            scan = _Scan(self.first_offset)
+            while not scan.done:
+                if not scan.resync:
+                    yield from self._sound_batches(r, scan)
+                if scan.resync:
+                    scan.resync = False
+                    if not self._resync(r, scan.expected):
                         break
-                if not r.fill(LOG_OVERHEAD):
-                    if r.available():
-                        count += 1
-                        yield self._broken(r.file_pos, expected,
-                                           f"{r.available()} trailing bytes at byte "
-                                           f"{r.file_pos}, too few for a batch header")
-                    break
-                buf, pos = r.buf, r.pos
-                file_pos = r.file_pos
-                base, blen = _PREFIX.unpack_from(buf, pos)
-                total = blen + LOG_OVERHEAD
-                if blen < MIN_BATCH_LENGTH or file_pos + total > size:
-                    where = ("runs past the file's end" if blen >= MIN_BATCH_LENGTH
-                             else "is shorter than a batch header")
-                    count += 1
-                    yield self._broken(file_pos, expected,
-                                       f"batch length {blen} at byte {file_pos} {where} "
-                                       f"(file size {size})")
-                    r.skip(1)
-                    resync = True
-                    continue
-                r.fill(total)
-                buf, pos = r.buf, r.pos
-                _, _, epoch, magic, stored, attrs, delta = unpack_head(buf, pos)
-                view = memoryview(buf)[pos:pos + total]
-                if magic != 2:
-                    problem = f"magic {magic}, expected 2"
-                    crc_ok = False
-                else:
-                    computed = crc(view[CRC_START:])
-                    crc_ok = computed == stored
-                    problem = None if crc_ok else (
-                        f"crc mismatch: stored {stored:#010x}, computed {computed:#010x}")
-                batch = Batch(file_pos, base, base + delta, total, epoch, stored, crc_ok,
-                              attrs, content_hash(view),
-                              problem, bytes(view) if self.keep_data and crc_ok else None)
-                view.release()
-                count += 1
-                if problem is not None and not self._next_frame_plausible(r, total, base):
-                    # the length field itself may be what broke: trust nothing after it
-                    batch.last_offset = batch.base_offset = expected
-                    yield batch
-                    r.skip(1)
-                    resync = True
-                    continue
-                yield batch
-                if crc_ok:
-                    expected = max(expected, batch.last_offset + 1)
-                    last = batch.last_offset if last is None else max(last, batch.last_offset)
-                elif magic == 2 and base >= expected:
-                    expected = base + delta + 1
-                r.skip(total)
+                yield from self._framed_batch(r, scan)
             r.drain()
         self.sha256 = r.hasher.hexdigest()
-        self.batches = count
-        self.last_offset = last
+        self.batches = scan.count
+        self.last_offset = scan.last
+
+    def _sound_batches(self, r: _Reader, scan: _Scan) -> Iterator[Batch]:
+        """The fast path: every sound batch wholly in the buffer from the reader's position
+        on; returns at the first that is not (cut by the buffer's end, or broken)."""
+        unpack_head, crc, sha256, keep = _HEAD.unpack_from, crc32c.crc32c, hashlib.sha256, \
+            self.keep_data
+        buf = r.buf
+        mv = memoryview(buf)
+        expected, last, count = scan.expected, scan.last, scan.count
+        try:
+            while True:
+                pos = r.pos
+                if pos + HEADER_SIZE > len(buf):
+                    return
+                base, blen, epoch, magic, stored, attrs, delta = unpack_head(buf, pos)
+                end = pos + blen + LOG_OVERHEAD
+                if not (magic == 2 and blen >= MIN_BATCH_LENGTH and end <= len(buf)
+                        and crc(mv[pos + CRC_START:end]) == stored):
+                    return
+                whole = mv[pos:end]
+                last_offset = base + delta
+                count += 1
+                yield Batch(r.start + pos, base, last_offset, end - pos, epoch, stored, True,
+                            attrs, sha256(whole).digest()[:16], None,
+                            bytes(whole) if keep else None)
+                if last_offset >= expected:
+                    expected = last_offset + 1
+                if last is None or last_offset > last:
+                    last = last_offset
+                r.pos = end
+        finally:
+            scan.expected, scan.last, scan.count = expected, last, count
+
+    def _framed_batch(self, r: _Reader, scan: _Scan) -> Iterator[Batch]:
+        """The careful path: the batch at the reader's position, read by its length field,
+        reported with its problem; sets ``scan.resync`` when what follows cannot be trusted
+        and ``scan.done`` at the file's end."""
+        if not r.fill(LOG_OVERHEAD):
+            if r.available():
+                scan.count += 1
+                yield self._broken(r.file_pos, scan.expected,
+                                   f"{r.available()} trailing bytes at byte {r.file_pos}, "
+                                   f"too few for a batch header")
+            scan.done = True
+            return
+        buf, pos, file_pos, size = r.buf, r.pos, r.file_pos, r.size
+        base, blen = _PREFIX.unpack_from(buf, pos)
+        total = blen + LOG_OVERHEAD
+        if blen < MIN_BATCH_LENGTH or file_pos + total > size:
+            where = ("runs past the file's end" if blen >= MIN_BATCH_LENGTH
+                     else "is shorter than a batch header")
+            scan.count += 1
+            yield self._broken(file_pos, scan.expected,
+                               f"batch length {blen} at byte {file_pos} {where} "
+                               f"(file size {size})")
+            r.skip(1)
+            scan.resync = True
+            return
+        r.fill(total)
+        batch, magic, delta = self._decoded(r, base, total, file_pos)
+        scan.count += 1
+        if batch.problem is not None and not self._next_frame_plausible(r, total, base):
+            # the length field itself may be what broke: trust nothing after it
+            batch.last_offset = batch.base_offset = scan.expected
+            yield batch
+            r.skip(1)
+            scan.resync = True
+            return
+        yield batch
+        if batch.crc_ok:
+            scan.expected = max(scan.expected, batch.last_offset + 1)
+            scan.last = (batch.last_offset if scan.last is None
+                         else max(scan.last, batch.last_offset))
+        elif magic == 2 and base >= scan.expected:
+            scan.expected = base + delta + 1
+        r.skip(total)
+
+    def _decoded(self, r: _Reader, base: int, total: int, file_pos: int
+                 ) -> tuple[Batch, int, int]:
+        """The ``total`` bytes at the reader's position as a batch, with its magic and last
+        offset delta; a wrong magic or CRC is its problem."""
+        buf, pos = r.buf, r.pos
+        _, _, epoch, magic, stored, attrs, delta = _HEAD.unpack_from(buf, pos)
+        view = memoryview(buf)[pos:pos + total]
+        if magic != 2:
+            problem = f"magic {magic}, expected 2"
+            crc_ok = False
+        else:
+            computed = crc32c.crc32c(view[CRC_START:])
+            crc_ok = computed == stored
+            problem = None if crc_ok else (
+                f"crc mismatch: stored {stored:#010x}, computed {computed:#010x}")
+        batch = Batch(file_pos, base, base + delta, total, epoch, stored, crc_ok,
+                      attrs, content_hash(view),
+                      problem, bytes(view) if self.keep_data and crc_ok else None)
+        view.release()
+        return batch, magic, delta
 
     @staticmethod
     def _next_frame_plausible(r: _Reader, total: int, base: int) -> bool:
@@ -267,6 +285,17 @@ class SegmentScanner:
 
     def _broken(self, position: int, expected: int, problem: str) -> Batch:
         return Batch(position, expected, expected, 0, -1, 0, False, 0, b"", problem)
+
+
+@dataclass(slots=True)
+class _Scan:
+    """Where the scan of one file stands, shared by its fast and its careful path."""
+
+    expected: int  # the offset the next batch should start at
+    count: int = 0  # batches yielded
+    last: int | None = None  # the highest last offset of a sound batch
+    resync: bool = False  # what follows the reader's position cannot be trusted
+    done: bool = False
 
 
 class _Reader:
