@@ -15,21 +15,22 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..cluster.clients import close_producer
 from ..history import RunWriter, now_ns
 from ..matrix import Case
+from .sends import ProduceStats, Sends, classify, record_id, record_value
+
+#: the producer's side lives in ``sends.py``; its names are read from here too
+__all__ = ["CONSUMER_PROCESS", "Consumer", "DELIVERY_TIMEOUT_MS", "MAX_BLOCK_MS",
+           "PRODUCER_PROCESS", "ProduceStats", "REQUEST_TIMEOUT_MS", "classify", "produce",
+           "producer_config", "record_id", "record_value"]
 
 PRODUCER_PROCESS = 0
 CONSUMER_PROCESS = 1
 
-# broker / client answers that prove the record was not appended (a single attempt)
-_DEFINITE_FAILURES = ("NotEnoughReplicasError", "InvalidTopicError", "MessageSizeTooLargeError",
-                      "RecordListTooLargeError", "TopicAuthorizationFailedError",
-                      "InvalidRequiredAcksError", "CorruptRecordError")
 # client timeouts, in ms: every request and every wait is bounded
 REQUEST_TIMEOUT_MS = 15_000
 DELIVERY_TIMEOUT_MS = 60_000
@@ -38,49 +39,6 @@ MAX_BLOCK_MS = 15_000
 # with every id seen), then this often
 DRAIN_FIRST_LOOK_S = 0.5
 DRAIN_LOOK_EVERY_S = 0.5
-
-
-def record_value(message_id: str, size: int) -> bytes:
-    """The id, then (to reach ``size`` bytes) one space and padding (HISTORY "Record values")."""
-    value = message_id.encode()
-    if size > len(value) + 1:
-        value += b" " + b"x" * (size - len(value) - 1)
-    return value
-
-
-def record_id(value: bytes | None) -> str:
-    """The id of a record value: everything up to the first space."""
-    return (value or b"").split(b" ", 1)[0].decode("utf-8", "replace")
-
-
-def classify(error: BaseException, before_send: bool = False, retried: bool = False) -> str:
-    """``fail`` when the record was definitely not written, else ``info``. A producer that
-    retries reports only its last attempt's error: an earlier attempt may have been
-    appended (seen under a slowed leader: NOT_LEADER, then NotEnoughReplicas, and the
-    record at its offset), so with ``retried`` a broker's answer proves nothing."""
-    if before_send or (not retried and type(error).__name__ in _DEFINITE_FAILURES):
-        return "fail"
-    return "info"
-
-
-@dataclass
-class ProduceStats:
-    sent: int = 0
-    ok: int = 0
-    failed: int = 0
-    info: int = 0
-    acked_ids: set[str] = field(default_factory=set)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def count(self, status: str, message_id: str) -> None:
-        with self.lock:
-            if status == "ok":
-                self.ok += 1
-                self.acked_ids.add(message_id)
-            elif status == "fail":
-                self.failed += 1
-            else:
-                self.info += 1
 
 
 def _targets(topics: Sequence[str], partitions: int) -> list[tuple[str, int]]:
@@ -119,100 +77,38 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     producer = KafkaProducer(**producer_config(case, bootstrap))
     writer.event("start", process=process, detail=f"producer {case.producer_mode} "
                                                   f"acks={case.acks} {case.compression}")
-    pending: dict[str, tuple[str, int, int]] = {}
-    pending_lock = threading.Lock()
-
-    def complete(message_id: str, topic: str, partition: int, invoke: int,
-                 offset: int | None, error: BaseException | None) -> None:
-        with pending_lock:
-            if pending.pop(message_id, None) is None:
-                return  # already written off at the flush deadline
-        if error is None and offset is not None and offset >= 0:
-            status, text = "ok", None
-        elif error is None:  # acks=0: the broker never answers
-            status, text = "info", "acks=0: no acknowledgement"
-            offset = None
-        else:
-            status = classify(error, retried=producer.config.get("retries", 0) > 0)
-            text = f"{type(error).__name__}: {error}"
-            offset = None
-        writer.send(process, topic, partition, message_id, offset, status, invoke, now_ns(),
-                    text)
-        stats.count(status, message_id)
-
+    answer_s = DELIVERY_TIMEOUT_MS / 1000 + 5
+    sends = Sends(producer, writer, stats, process,
+                  wait_s=answer_s if case.producer_mode == "sync" else None)
     try:
-        started = time.monotonic()
-        i = -1
-        while True:
-            i += 1
-            if i >= case.messages and (keep_going is None or not keep_going()):
-                break
-            if stop is not None and stop.is_set():
-                break
-            if max_rate:
-                ahead = started + i / max_rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
+        for i in _paced(case.messages, stop, keep_going, max_rate):
             topic, partition = targets[i % len(targets)]
-            message_id = str(i)
-            invoke = now_ns()
-            with pending_lock:
-                pending[message_id] = (topic, partition, invoke)
-            stats.sent += 1
-            try:
-                future = producer.send(topic, value=record_value(message_id, case.message_bytes),
-                                       partition=partition)
-            except Exception as exc:  # raised before the record left this process
-                with pending_lock:
-                    pending.pop(message_id, None)
-                writer.send(process, topic, partition, message_id, None,
-                            classify(exc, before_send=True), invoke, now_ns(),
-                            f"{type(exc).__name__}: {exc}")
-                stats.count("fail", message_id)
-                continue
-            if case.producer_mode == "sync":
-                try:
-                    meta = future.get(timeout=DELIVERY_TIMEOUT_MS / 1000 + 5)
-                    complete(message_id, topic, partition, invoke, meta.offset, None)
-                except Exception as exc:
-                    complete(message_id, topic, partition, invoke, None, exc)
-            else:
-                future.add_callback(_on_ok(complete, message_id, topic, partition, invoke))
-                future.add_errback(_on_error(complete, message_id, topic, partition, invoke))
-        _await_completion(producer, pending, pending_lock, DELIVERY_TIMEOUT_MS / 1000 + 5)
+            sends.send(str(i), topic, partition, case.message_bytes)
+        sends.await_all(answer_s)
     finally:
-        with pending_lock:
-            leftovers = list(pending.items())
-            pending.clear()
-        for message_id, (topic, partition, invoke) in leftovers:
-            writer.send(process, topic, partition, message_id, None, "info", invoke, now_ns(),
-                        "not completed when the producer stopped")
-            stats.count("info", message_id)
+        sends.write_off()
         trouble = close_producer(producer, 10.0)
         writer.event("stop", process=process, detail=trouble or "producer closed")
     return stats
 
 
-def _await_completion(producer: Any, pending: dict, lock: threading.Lock, timeout: float) -> None:
-    """Flush, then wait (bounded) until every callback has fired. kafka-python 3.0.12's
-    ``flush`` can raise ``UnknownError('Future not done')`` while a batch completes (its
-    latch is set before ``is_done``), so the callbacks themselves are the measure."""
-    deadline = time.monotonic() + timeout
-    with contextlib.suppress(Exception):  # judged below by what is still pending
-        producer.flush(timeout=timeout)
-    while time.monotonic() < deadline:
-        with lock:
-            if not pending:
-                return
-        time.sleep(0.05)
-
-
-def _on_ok(complete: Callable[..., None], *args: Any) -> Callable[[Any], None]:
-    return lambda meta: complete(*args, meta.offset, None)
-
-
-def _on_error(complete: Callable[..., None], *args: Any) -> Callable[[BaseException], None]:
-    return lambda exc: complete(*args, None, exc)
+def _paced(messages: int, stop: threading.Event | None,
+           keep_going: Callable[[], bool] | None, max_rate: float | None) -> Iterator[int]:
+    """The indexes to send: ``messages`` of them, more while ``keep_going``, none after
+    ``stop``; at most ``max_rate`` a second."""
+    started = time.monotonic()
+    i = -1
+    while True:
+        i += 1
+        if i >= messages and (keep_going is None or not keep_going()):
+            return
+        if stop is not None and stop.is_set():
+            return
+        if max_rate:
+            ahead = started + i / max_rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+        yield i
 
 
 class Consumer:
