@@ -141,14 +141,8 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
     _, polls, acked = _tables(run_dir)
     missing = missing_records(acked, polls)
     clashes = offset_clashes(acked, polls)
-    lost = counts.get("lost", 0) + counts.get("unseen", 0)
     refused: list[str] = doc["refused"]
-    if len(missing) != lost:
-        refused.append(f"{len(missing)} acknowledged id(s) never polled, the checker "
-                       f"counts {lost} lost or unseen")
-    if len(clashes) != counts.get("inconsistent_offsets", 0):
-        refused.append(f"{len(clashes)} offset(s) tied to two ids here, the checker counts "
-                       f"{counts.get('inconsistent_offsets', 0)}")
+    refused.extend(_count_mismatches(counts, missing, clashes))
     readers = {c["read"][0] for c in clashes if len(c["read"]) == 1}
     where = ids_in_logs(run_dir, set(missing) | readers)
     if where is None:
@@ -158,6 +152,33 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
     blind = _blind(run_dir, polls, acked, missing, params)
     if blind:
         doc["blind"] = describe(blind)
+    used, excused = _excuse_missing(run_dir, missing, where, blind, events, params, refused)
+    doc["explained_by_loss"] = _explain_clashes(clashes, where, excused, refused)
+    doc["evidence"] = list(used.values())
+    doc["excused"] = len(excused)
+    return _decided(doc, refused)
+
+
+def _count_mismatches(counts: dict[str, int], missing: dict[str, dict[str, Any]],
+                      clashes: list[dict[str, Any]]) -> list[str]:
+    """Where the tables read here disagree with the checker's counts."""
+    lost = counts.get("lost", 0) + counts.get("unseen", 0)
+    found = []
+    if len(missing) != lost:
+        found.append(f"{len(missing)} acknowledged id(s) never polled, the checker "
+                     f"counts {lost} lost or unseen")
+    if len(clashes) != counts.get("inconsistent_offsets", 0):
+        found.append(f"{len(clashes)} offset(s) tied to two ids here, the checker counts "
+                     f"{counts.get('inconsistent_offsets', 0)}")
+    return found
+
+
+def _excuse_missing(run_dir: Path, missing: dict[str, dict[str, Any]],
+                    where: dict[str, list], blind: dict[tuple[str, int], list[str]],
+                    events: list[dict[str, Any]], params: dict[str, Any] | None,
+                    refused: list[str]) -> tuple[dict[int, dict[str, Any]], set[str]]:
+    """Each missing record is excused by a fault's event, or refused with why; returns the
+    events used (with how many records each excused) and the excused ids."""
     used: dict[int, dict[str, Any]] = {}
     excused: set[str] = set()
     for rid, rec in sorted(missing.items()):
@@ -187,6 +208,14 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
         excused.add(rid)
         entry = used.setdefault(id(event), dict(event))
         entry["excused"] = entry.get("excused", 0) + 1
+    return used, excused
+
+
+def _explain_clashes(clashes: list[dict[str, Any]], where: dict[str, list],
+                     excused: set[str], refused: list[str]) -> int:
+    """How many inconsistent offsets are an excused lost record's offset reused by the new
+    leader; every other one is refused with why."""
+    explained = 0
     for c in clashes:
         at = f"{c['topic']}-{c['partition']} offset {c['offset']}"
         if len(c["read"]) > 1:
@@ -200,17 +229,20 @@ def judge(semantics: str, counts: dict[str, int], run_dir: str | Path,
         if unexplained:
             refused.append(f"{at}: {unexplained} not an excused lost record")
             continue
-        doc["explained_by_loss"] += 1
-    doc["evidence"] = list(used.values())
-    doc["excused"] = len(excused)
+        explained += 1
+    return explained
+
+
+def _decided(doc: dict[str, Any], refused: list[str]) -> dict[str, Any]:
+    """Accepted when nothing was refused, with the reason either way."""
     if refused:
         doc["refused"] = refused[:EXAMPLES]
         doc["reason"] = f"not a trade-off: {refused[0]}" + (
             f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
         return doc
     doc["accepted"] = True
-    doc["reason"] = (f"{len(excused)} acknowledged record(s) lost, none read and none in any "
-                     f"replica's log, each sent before " + "; ".join(
+    doc["reason"] = (f"{doc['excused']} acknowledged record(s) lost, none read and none in "
+                     f"any replica's log, each sent before " + "; ".join(
                          f"fault #{e['fault']}: {e['why']}" for e in doc["evidence"])
                      + f"; {doc['explained_by_loss']} inconsistent offset(s), each the "
                        f"offset of such a record reused by the new leader")

@@ -234,6 +234,14 @@ def test_no_module_over_400_lines():
     assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
 
 
+def test_no_function_over_80_lines():
+    """A longer function is a list of steps waiting to be named: split it into them."""
+    long = [f"{_where(m, line)}: {qualified} has {n} lines" for m in modules().values()
+            for line, qualified, n in m.functions if n > MAX_FUNCTION_LINES]
+    assert not long, (f"functions over {MAX_FUNCTION_LINES} lines (def to last line):\n"
+                      + "\n".join(sorted(long)))
+
+
 # ------------------------------------------------------------------------------ (b)
 def test_no_private_name_from_another_module():
     uses = {f"{_where(m, line)}: {what}" for m in modules().values()
