@@ -15,6 +15,12 @@ same output): ``check`` of the ``lost`` fixture 15.5 -> 12.8 s, of a planted tra
 history with anomalies 24.8 -> 17.8 s, ``verify-logs`` of a transactional case's snapshot
 14.5 -> 12.3 s. Env ``KREPLICA_SPARK_JIT`` overrides all of them. Only a local driver JVM
 is affected: a Connect server or a cluster is long-lived and keeps its own settings.
+
+C1 alone also shrinks the JVM's default code cache from 240 MB to 48 MB, which a worker's
+driver that lives for a whole test run (hundreds of checks, each with its own generated
+classes) fills: "CodeCache is full", then "Out of space in CodeCache for adapters" stops
+the SparkContext and every later check of that worker fails. ``quick`` keeps the full
+cache size (``CODE_CACHE``); C1 code is small, so this costs address space, not memory.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import os
 from ..errors import InputError
 
 ENV_JIT = "KREPLICA_SPARK_JIT"
-OPTIONS = {"quick": "-XX:TieredStopAtLevel=1", "full": ""}
+CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
+OPTIONS = {"quick": f"-XX:TieredStopAtLevel=1 {CODE_CACHE}", "full": ""}
 _preferred = "full"
 
 

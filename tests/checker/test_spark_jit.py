@@ -18,3 +18,4 @@ def test_the_driver_jvm_runs_with_the_chosen_jit_mode(spark_session):
                 .getInputArguments())
     quick = "-XX:TieredStopAtLevel=1" in args
     assert quick == (jit.mode() == "quick"), args
+    assert (jit.CODE_CACHE in args) == quick, args

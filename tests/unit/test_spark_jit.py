@@ -1,6 +1,8 @@
 """The local driver's JIT mode (``validation/jit.py``): the plugin's preference, the env
 override, and a bad env value as one line."""
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,21 @@ def test_the_cli_default_is_full_and_the_plugin_asks_for_quick(preferred, monkey
     preferred("full")  # a process that never asked: the kreplica CLI
     assert (jit.mode(), jit.java_option()) == ("full", "")
     preferred("quick")
-    assert (jit.mode(), jit.java_option()) == ("quick", "-XX:TieredStopAtLevel=1")
+    assert jit.mode() == "quick"
+    assert jit.java_option().split() == ["-XX:TieredStopAtLevel=1", jit.CODE_CACHE]
+
+
+def test_quick_keeps_the_full_code_cache():
+    """C1 alone would shrink the code cache to 48 MB, which a driver living for a whole
+    test run fills (the SparkContext then stops): the real JVM, asked for its flags."""
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no java on PATH")
+    flags = subprocess.run([java, *jit.OPTIONS["quick"].split(), "-XX:+PrintFlagsFinal",
+                            "-version"], capture_output=True, text=True, timeout=60).stdout
+    size = next(int(line.split("=")[1].split()[0]) for line in flags.splitlines()
+                if " ReservedCodeCacheSize " in line)
+    assert size >= 240 * 1024 * 1024, size
 
 
 def test_the_env_wins_over_the_preference(preferred, monkeypatch):
