@@ -1,17 +1,17 @@
-"""Work units and their order for ``pytest tests -n 2 --dist loadgroup``.
+"""Work units and their order for the test command (``pytest tests -n 2 --dist loadfile
+--no-loadscope-reorder``; the same units under ``--dist loadgroup``).
 
-The test command runs about an hour of test time on two workers, so its wall time is set by
-how the work is split. Two rules:
+The test command runs over an hour of test time on two workers, so its wall time is set by
+the order its work units start in: a long unit started last keeps one worker busy while the
+other idles.
 
-* **Units.** A kreplica case is grouped with the cases needing the same cluster (the plugin's
-  ``xdist_group``, so one worker starts that cluster once); every other test with the tests
-  of its file (module fixtures such as a shared cluster are built once, as with
-  ``--dist loadfile``). The CI-sized matrix cases of one test file so spread over both
-  workers instead of running one after the other on one.
+* **Units.** Under ``--dist loadfile`` a unit is a test file (module fixtures such as a
+  shared cluster are built once, on one worker). Under ``--dist loadgroup`` the plugin's
+  ``xdist_group`` per cluster makes the matrix cases needing one cluster a unit, and
+  ``add_file_groups`` keeps every other file together.
 * **Order.** Units start longest first, by the seconds each test took in a recorded run
   (``tests/durations.json``, rewritten by ``scripts/test-durations JUNIT_XML``); a test not
-  in the record counts ``DEFAULT_SECONDS``. A long unit started last would keep one worker
-  busy while the other idles.
+  in the record counts ``DEFAULT_SECONDS``. A file's place is that of its first test.
 """
 
 from __future__ import annotations
