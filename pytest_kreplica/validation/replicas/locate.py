@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..spark import default_parallelism
-from .batches import SegmentScanner
 from .layout import ReplicaLayout, load_layout
-from .records import RecordDecodeError, iter_record_ids
+from .records import Unreadable, records_below
 from .verify import plan_tasks
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,21 +43,15 @@ def records_arrow(bins: list[list[dict[str, Any]]], wanted: frozenset[str] | Non
             for f in bins[task]:
                 ids: list[str | None] = []
                 offsets: list[int] = []
-                hw = f["hw"]
-                if f["base_offset"] < hw:
-                    for b in SegmentScanner(f["path"], first_offset=f["base_offset"],
-                                            next_segment_offset=f["next_base_offset"],
-                                            keep_data=True):
-                        if b.data is None or b.base_offset >= hw:
-                            continue
-                        try:
-                            for offset, rid in iter_record_ids(b.data):
-                                if offset < hw and (wanted is None or rid in wanted):
-                                    ids.append(rid)
-                                    offsets.append(offset)
-                        except RecordDecodeError:
+                for item in records_below(f["path"], f["base_offset"], f["next_base_offset"],
+                                          f["hw"]):
+                    if isinstance(item, Unreadable):
+                        if not item.crc_failed:  # a CRC failure is the verifier's to report
                             ids.append(None)
-                            offsets.append(b.base_offset)
+                            offsets.append(item.base_offset)
+                    elif wanted is None or item[1] in wanted:
+                        ids.append(item[1])
+                        offsets.append(item[0])
                 if ids:
                     n = len(ids)
                     yield pa.RecordBatch.from_arrays(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .batches import SegmentScanner
 from .layout import PartitionInfo, ReplicaLayout
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,28 +29,19 @@ def replica_records(layout: ReplicaLayout, part: PartitionInfo
                     ) -> dict[int, tuple[dict[int, str | None], int]]:
     """node -> ({offset: id} of every record below the high watermark, batches below it
     that could not be decoded), for every listed replica with a copy."""
-    from .records import RecordDecodeError, iter_record_ids  # kafka's decoder: when needed
+    from .records import Unreadable, records_below  # kafka's decoder: when needed
 
-    hw = part.high_watermark
     out: dict[int, tuple[dict[int, str | None], int]] = {}
     for s in layout.segment_files():
         if (s.topic, s.partition) != (part.topic, part.partition):
             continue
         records, undecodable = out.setdefault(s.node, ({}, 0))
-        if s.base_offset < hw:
-            for b in SegmentScanner(s.path, first_offset=s.base_offset,
-                                    next_segment_offset=s.next_base_offset, keep_data=True):
-                if b.base_offset >= hw:
-                    continue
-                if b.data is None:  # its CRC does not hold: nothing in it can be read
-                    undecodable += 1
-                    continue
-                try:
-                    for offset, rid in iter_record_ids(b.data):
-                        if offset < hw:
-                            records[offset] = rid
-                except RecordDecodeError:
-                    undecodable += 1
+        for item in records_below(str(s.path), s.base_offset, s.next_base_offset,
+                                  part.high_watermark):
+            if isinstance(item, Unreadable):
+                undecodable += 1
+            else:
+                records[item[0]] = item[1]
         out[s.node] = (records, undecodable)
     return out
 
