@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kreplica.plugin.summary import without_group
+
 DURATIONS = Path(__file__).with_name("durations.json")
 DEFAULT_SECONDS = 1.0
 
@@ -32,12 +34,6 @@ def recorded_seconds(path: Path = DURATIONS) -> dict[str, float]:
         return {str(k): float(v) for k, v in json.loads(path.read_text()).items()}
     except FileNotFoundError:
         return {}
-
-
-def plain_id(nodeid: str) -> str:
-    """A test id without the ``@group`` suffix xdist's loadgroup appends."""
-    head, at, tail = nodeid.rpartition("@")
-    return head if at and "]" not in tail and "::" not in tail else nodeid
 
 
 def group_of(item: pytest.Item) -> str:
@@ -61,7 +57,7 @@ def longest_first(items: list[pytest.Item], seconds: dict[str, float]) -> list[p
     units: dict[str, list[pytest.Item]] = defaultdict(list)
     for item in items:
         units[group_of(item)].append(item)
-    weight = {name: sum(seconds.get(plain_id(i.nodeid), DEFAULT_SECONDS) for i in unit)
+    weight = {name: sum(seconds.get(without_group(i.nodeid), DEFAULT_SECONDS) for i in unit)
               for name, unit in units.items()}
     order = sorted(units, key=lambda name: -weight[name])  # stable: ties keep their order
     return [item for name in order for item in units[name]]

@@ -84,12 +84,15 @@ def render(rows: list[dict[str, Any]], columns: list[Column] | None = None) -> l
     return lines
 
 
+def without_group(nodeid: str) -> str:
+    """A test id without the ``@group`` suffix ``--dist loadgroup`` appends (xdist's own
+    rule: an ``@`` after the last ``]``)."""
+    return nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+
+
 def case_id_of(nodeid: str) -> str:
-    """The case id inside a test id's brackets (``--dist loadgroup`` appends ``@group``)."""
-    head, at, tail = nodeid.rpartition("@")
-    if at and "]" not in tail:
-        nodeid = head
-    return nodeid.rsplit("[", 1)[-1].rstrip("]")
+    """The case id inside a test id's brackets."""
+    return without_group(nodeid).rsplit("[", 1)[-1].rstrip("]")
 
 
 class SummaryCollector:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.plugin.summary import case_id_of
+from pytest_kreplica.plugin.summary import case_id_of, without_group
 from tests import schedule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,9 +42,9 @@ def test_a_long_unit_starts_first_and_a_unit_stays_in_its_order():
 
 
 def test_xdists_group_suffix_is_not_part_of_the_recorded_id():
-    assert schedule.plain_id("a.py::t@a.py") == "a.py::t"
-    assert schedule.plain_id("a.py::t[x@y]") == "a.py::t[x@y]"
-    assert schedule.plain_id("a.py::t[x]@kreplica-process-b3") == "a.py::t[x]"
+    assert without_group("a.py::t@a.py") == "a.py::t"
+    assert without_group("a.py::t[x@y]") == "a.py::t[x@y]"
+    assert without_group("a.py::t[x]@kreplica-process-b3") == "a.py::t[x]"
 
 
 def test_the_durations_script_reads_junit_and_keeps_tests_of_a_second(tmp_path):
