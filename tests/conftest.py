@@ -30,12 +30,8 @@ def pytester(pytester: pytest.Pytester, monkeypatch) -> pytest.Pytester:
     return pytester
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]):
-    """Work units and their order (tests/schedule.py): the file groups go on before every
-    other implementation (xdist's loadgroup reads the groups into the test ids), the order
-    after them all (the plugin's own sort by cluster stays within each unit)."""
-    schedule.add_file_groups(items)
-    result = yield
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files longest first (tests/schedule.py), after every other implementation (the
+    plugin's own sort by cluster stays within each file)."""
     items[:] = schedule.longest_first(items, RECORDED)
-    return result

@@ -77,9 +77,6 @@ def pytest_configure(config: pytest.Config) -> None:
                    "kreplica_case fixture) with every selected matrix case of scenario NAME")
     config.addinivalue_line(
         "markers", "kreplica_spec(key): the cluster a case needs (cases are ordered by it)")
-    # every case carries one; registered here too, so -p no:xdist with --strict-markers works
-    config.addinivalue_line(
-        "markers", "xdist_group(name): under --dist loadgroup, run the group on one worker")
     for name, help_text in {**static_markers(), **outcomes.MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {help_text}")
     # a HarnessError ends a test as an error, not a failure
@@ -151,9 +148,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if case.scenario != scenario:
                 continue
             marks = [getattr(pytest.mark, name) for name in case.markers]
-            key = spec_key(cluster_spec(case))
-            # under --dist loadgroup, the cases of one cluster share a worker (and the cluster)
-            marks += [pytest.mark.kreplica_spec(key), pytest.mark.xdist_group(f"kreplica-{key}")]
+            marks.append(pytest.mark.kreplica_spec(spec_key(cluster_spec(case))))
             marks.extend(expected_finding_marks(matrix.expected_findings.get(case.case_id)))
             params.append(pytest.param(case, id=case.case_id, marks=marks))
     metafunc.parametrize("kreplica_case", params, indirect=True)

@@ -1,11 +1,11 @@
-"""The test command's work units and their order (tests/schedule.py)."""
+"""The test command's file order (tests/schedule.py) and the summary's reading of test ids."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,26 +19,15 @@ REPO = Path(__file__).resolve().parents[2]
 @dataclass
 class Item:
     nodeid: str
-    marks: dict = field(default_factory=dict)
-
-    def get_closest_marker(self, name):
-        return self.marks.get(name)
-
-    def add_marker(self, mark):
-        self.marks[mark.name] = mark.mark
 
 
-def test_a_long_unit_starts_first_and_a_unit_stays_in_its_order():
-    items = [Item("a.py::t1"), Item("a.py::t2"), Item("b.py::t"),
-             Item("s.py::c[x]"), Item("s.py::c[y]"), Item("s.py::c[z]")]
-    schedule.add_file_groups(items[:3])
-    for item, group in zip(items[3:], ("k1", "k2", "k1"), strict=True):
-        item.add_marker(pytest.mark.xdist_group(group))
-    seconds = {"b.py::t": 30.0, "s.py::c[x]": 50.0, "s.py::c[z]": 50.0, "s.py::c[y]": 60.0}
+def test_a_long_file_starts_first_and_a_file_stays_in_its_order():
+    items = [Item("a.py::t1"), Item("s.py::c[x]"), Item("a.py::t2"), Item("b.py::t"),
+             Item("s.py::c[y]")]
+    seconds = {"b.py::t": 30.0, "s.py::c[x]": 50.0, "s.py::c[y]": 60.0}
     ordered = [i.nodeid for i in schedule.longest_first(items, seconds)]
-    # k1 (100 s) before k2 (60 s) before b.py (30 s) before a.py (2 × the 1 s default)
-    assert ordered == ["s.py::c[x]", "s.py::c[z]", "s.py::c[y]", "b.py::t",
-                       "a.py::t1", "a.py::t2"]
+    # s.py (110 s) before b.py (30 s) before a.py (2 × the 1 s default)
+    assert ordered == ["s.py::c[x]", "s.py::c[y]", "b.py::t", "a.py::t1", "a.py::t2"]
 
 
 def test_xdists_group_suffix_is_not_part_of_the_recorded_id():
@@ -50,7 +39,7 @@ def test_xdists_group_suffix_is_not_part_of_the_recorded_id():
 def test_the_durations_script_reads_junit_and_keeps_tests_of_a_second(tmp_path):
     xml = tmp_path / "junit.xml"
     xml.write_text('<testsuites><testsuite>'
-                   '<testcase classname="tests.unit.test_a" name="test_x[p]@tests/unit/test_a.py"'
+                   '<testcase classname="tests.unit.test_a" name="test_x[p]"'
                    ' time="2.5"/><testcase classname="tests.unit.test_a.TestB" name="test_y"'
                    ' time="1.25"/><testcase classname="tests.unit.test_a" name="test_z"'
                    ' time="0.2"/></testsuite></testsuites>')
