@@ -5,13 +5,21 @@ short by a crash) and refuses the rest in the same one line."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import HistoryError
 from ...history import EVENTS
-from .tables import COLUMNS, INT, Table, find_table, first_problem, iter_rows, parquet_files
+from .tables import (
+    COLUMNS,
+    INT,
+    Table,
+    find_table,
+    first_problem,
+    iter_rows,
+    parquet_files,
+    without_torn_tail,
+)
 from .tables import parquet_schema_problem as schema_problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,8 +58,7 @@ def _from_rows(table: Table) -> pa.Table:
 
 
 def _read_json(table: Table) -> pa.Table:
-    """JSON Lines through pyarrow; a last line without its newline that does not parse is
-    left out (``tables.iter_jsonl``'s rule)."""
+    """JSON Lines through pyarrow; a torn last line is left out (``tables.without_torn_tail``)."""
     import pyarrow as pa
     from pyarrow import json as pj
 
@@ -61,12 +68,7 @@ def _read_json(table: Table) -> pa.Table:
         data = table.path.read_bytes()
     except OSError as exc:
         raise HistoryError(f"{table.path}: cannot read: {exc.strerror}") from None
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        try:
-            json.loads(data[cut:].decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            data = data[:cut]  # a write cut short by a crash
+    data = without_torn_tail(data)
     if not data.strip():
         return schema.empty_table()
     try:

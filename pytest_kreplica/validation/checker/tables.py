@@ -195,6 +195,19 @@ def iter_jsonl(table: Table, tolerate_torn_tail: bool = True) -> Iterator[dict[s
             yield row
 
 
+def without_torn_tail(data: bytes) -> bytes:
+    """A whole JSON Lines file's bytes without a last line that lacks its newline and does
+    not parse (``iter_jsonl``'s rule, for readers that parse the file at once)."""
+    if not data or data.endswith(b"\n"):
+        return data
+    cut = data.rfind(b"\n") + 1
+    try:
+        json.loads(data[cut:].decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return data[:cut]  # a write cut short by a crash
+    return data
+
+
 def _at_eof(handle: Any) -> bool:
     return handle.read(1) == b""
 
