@@ -60,7 +60,9 @@ class IptablesPartitions:
             return None
         if node_id not in self._partitioned:
             return None
-        self._exec_root(node_id, f"iptables -F {CHAIN}")
+        # no chain: the cut never ran (it failed, or did not act), so there is nothing to flush
+        self._exec_root(node_id, f"iptables -n -L {CHAIN} >/dev/null 2>&1 || exit 0; "
+                                 f"iptables -F {CHAIN}")
         self._invalidate_admin()
         seen = self._verify_links(node_id, cut=False)
         self._partitioned.pop(node_id, None)  # still cut when unverified: healed again later
