@@ -60,16 +60,16 @@ def test_a_planted_anomaly_gets_the_same_verdict_either_way(case, history, monke
     assert all(small["examples"].get(name) for name in expected), small["examples"]
 
 
-def test_rows_at_no_known_offset_share_no_bucket_with_a_negative_offset(history, monkeypatch,
-                                                                      spark_session):
+def test_rows_at_no_known_offset_share_no_bucket_with_known_ones(history, monkeypatch,
+                                                                 spark_session):
     """A large history's window 1 compares raw offsets and ids, because no bucket mixes
     known rows with others (``windows._bucket``). A failed send is at no known offset, even
-    with an offset: as the first row (its spread bucket was -1 once) beside a record polled
-    at offset -1 (bucket -1), its offset -3 must not count as a record between that poll
-    and the one before it, at -5."""
+    with an offset: as the first row, beside records polled at offsets 1 and 5, its offset 3
+    must not count as a record between those two polls. (Offsets below 0, which once shared
+    a bucket with such rows, are refused by the history's contract.)"""
     h = history()
-    h.send("f0", -3, status="fail").send("m5", -5).send("m0", -1)
-    h.poll(1, [(-5, "m5"), (-1, "m0")])
+    h.send("f0", 3, status="fail").send("m1", 1).send("m5", 5)
+    h.poll(1, [(1, "m1"), (5, "m5")])
     small, large = _both_ways(h.close(), monkeypatch)
     assert small == large
     assert small["counts"]["poll_skips"] == 0, small
