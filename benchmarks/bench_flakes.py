@@ -74,6 +74,19 @@ def junit_outcomes(xml: str | Path) -> dict[str, Counter[str]]:
     return out
 
 
+def junit_reasons(xml: str | Path) -> dict[str, str]:
+    """Per test that failed or errored in one junit xml: the first line of its message, so a
+    flake is told by what went wrong, not only counted."""
+    reasons = {}
+    for case in ElementTree.parse(xml).getroot().iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                text = (child.get("message") or child.text or "").strip().splitlines()
+                reasons.setdefault(f"{case.get('classname')}::{case.get('name')}",
+                                   f"{child.tag}: {text[0][:300] if text else '(none)'}")
+    return reasons
+
+
 def _harness(case: ElementTree.Element, error: ElementTree.Element) -> bool:
     if HARNESS_ERROR.search(f"{error.get('message') or ''}\n{error.text or ''}"):
         return True
@@ -157,9 +170,11 @@ def pytest_runs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     return runs
 
 
-def run_pytest(pytest_args: list[str], work: Path) -> tuple[dict[str, Counter[str]], float]:
-    """One pytest process; its outcomes per test and its wall time. A run that wrote no
-    junit xml (pytest could not start) is one line and exit 2, never a table of nothing."""
+def run_pytest(pytest_args: list[str], work: Path
+               ) -> tuple[dict[str, Counter[str]], dict[str, str], float]:
+    """One pytest process; its outcomes per test, the reasons of its failures and errors, and
+    its wall time. A run that wrote no junit xml (pytest could not start) is one line and
+    exit 2, never a table of nothing."""
     xml = work / "junit.xml"
     cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--junitxml={xml}", "-q",
            "-p", "no:cacheprovider", f"--basetemp={work / 'tmp'}",
@@ -174,7 +189,7 @@ def run_pytest(pytest_args: list[str], work: Path) -> tuple[dict[str, Counter[st
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["(no output)"]
         raise SystemExit(f"bench_flakes: pytest {' '.join(pytest_args)} wrote no junit xml "
                          f"(exit {done.returncode}): {tail[0]}")
-    return junit_outcomes(xml), took
+    return junit_outcomes(xml), junit_reasons(xml), took
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -189,14 +204,20 @@ def measure(args: argparse.Namespace) -> int:
             for i in range(1, args.repeat + 1):
                 for name, pytest_args in runs:
                     work = Path(tempfile.mkdtemp(prefix=f"kreplica-flakes-{load}-"))
+                    reasons: dict[str, str] = {}
                     try:
-                        outcomes, took = run_pytest(pytest_args, work)
+                        outcomes, reasons, took = run_pytest(pytest_args, work)
                     finally:
-                        shutil.rmtree(work, ignore_errors=True)
+                        if not reasons:  # a run with failures keeps its run directories
+                            shutil.rmtree(work, ignore_errors=True)
                     add_run(totals, outcomes)
                     walls.append(took)
                     print(f"  run {i} {name}: {took:.0f} s, {len(outcomes)} tests, "
                           f"load average {os.getloadavg()[0]:.1f}", flush=True)
+                    for test, reason in sorted(reasons.items()):
+                        print(f"    {test}: {reason}", flush=True)
+                    if reasons:
+                        print(f"    runs kept in {work / 'runs'}", flush=True)
         print("\n".join(summary(load, args.repeat, totals)))
         print(f"wall {load}: median {statistics.median(walls):.0f} s per pytest run", flush=True)
     return 0

@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -181,18 +182,39 @@ def load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
 
+def run_streamed(cmd: list[str], timeout_s: float) -> tuple[int, str]:
+    """Run a script with its output (stderr merged) shown as it comes, indented, since some
+    take hours; its exit status and the whole output. Killed once ``timeout_s`` is over."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    timer = threading.Timer(timeout_s, proc.kill)
+    timer.start()
+    lines = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            print(f"  | {line}", end="", flush=True)
+        returncode = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return returncode, "".join(lines)
+
+
 def measure(figure: Figure, date: str) -> list[list[str]]:
     """Run one figure's script; its rows, or an exception saying why there are none."""
     before = load()
     started = time.monotonic()
     print(f"{figure.name}: {figure.command} …", flush=True)
-    done = subprocess.run([sys.executable, *figure.args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=figure.timeout_s)
+    returncode, out = run_streamed([sys.executable, *figure.args], figure.timeout_s)
     took = time.monotonic() - started
-    if done.returncode:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
-        raise NoFigure(f"exit {done.returncode} after {took:.0f} s: {tail[0]}")
-    rows = figure.parse(done.stdout)
+    if returncode:
+        tail = out.strip().splitlines()[-1:] or ["(no output)"]
+        raise NoFigure(f"exit {returncode} after {took:.0f} s: {tail[0]}")
+    rows = figure.parse(out)
     print(f"{figure.name}: {took:.0f} s, " + "; ".join(r.result for r in rows), flush=True)
     machine = (str(os.cpu_count()), f"{before} → {load()}")
     return [[r.figure, f"`{figure.command}`", r.result, r.baseline, r.ratio, date, *machine]

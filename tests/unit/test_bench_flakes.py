@@ -94,3 +94,20 @@ def test_the_hog_burns_a_core_and_is_gone_after_its_block():
         (proc,) = hog.procs
         assert psutil.Process(proc.pid).is_running() and proc.poll() is None
     assert proc.poll() is not None and not hog.procs
+
+
+def test_each_failed_or_errored_test_says_its_first_reason(tmp_path):
+    path = tmp_path / "junit.xml"
+    path.write_text(RUN)
+    reasons = bench_flakes.junit_reasons(path)
+    rep = "tests.system.test_replication::test_replication"
+    assert reasons[f"{rep}[lost-d]"] == "failure: AssertionError: history invalid: lost 3"
+    assert reasons[f"{rep}[fault-b]"].startswith('error: failed on setup with "pytest_kreplica')
+    assert f"{rep}[smoke-a]" not in reasons and f"{rep}[power-e]" not in reasons
+
+
+def test_a_streamed_script_is_shown_and_returned_whole(capsys):
+    script = "import sys; print('a', flush=True); print('b', file=sys.stderr); sys.exit(3)"
+    code, out = run_all.run_streamed(["python3", "-c", script], 30)
+    assert code == 3 and out.splitlines() == ["a", "b"]
+    assert "  | a" in capsys.readouterr().out
