@@ -27,10 +27,14 @@ COMMANDS = {
     "image": "pytest_kreplica.cluster.docker_image:run_image",
     "report": "pytest_kreplica.report.rebuild:run_report",
     "matrices": "pytest_kreplica.matrix.listing:run_matrices",
+    "results": "pytest_kreplica.results.cli:run_results",
+    "compare": "pytest_kreplica.results.cli:run_compare",
 }
+STORE_HELP = "the results store (default: ./results.sqlite, where --kreplica-output DIR's "\
+    "run writes it)"
 DESCRIPTION = ("Kafka replication system tests: list the matrices, check a run's history, "
                "compare replica logs, start clusters by hand, prepare the cache, rebuild "
-               "reports.")
+               "reports, read the results store.")
 
 
 def _add(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
@@ -85,7 +89,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH", help="matrix files to list too")
     p.add_argument("--dir", dest="directory", default="matrices",
                    help="the project's matrices directory (default: ./matrices, if it exists)")
+    _add_results(sub)
     return parser
+
+
+def _add_results(sub: argparse._SubParsersAction) -> None:
+    p = _add(sub, "results", "print each case's runs, pass and flake rate and the trends of "
+             "its figures from the results store")
+    p.add_argument("--store", default="results.sqlite", help=STORE_HELP)
+    p.add_argument("--case", metavar="GLOB", help="only cases whose id matches GLOB")
+    p.add_argument("--html", metavar="OUT", help="write a page with the trends as plots")
+    p.add_argument("--import", dest="imports", nargs="+", metavar="DIR",
+                   help="first append the run directories below each DIR to the store")
+    p = _add(sub, "compare", "print the cases whose verdict changed and the figures that "
+             "moved beyond their spread between two run ids or two Kafka versions")
+    p.add_argument("a", metavar="A", help="a run id or a Kafka version")
+    p.add_argument("b", metavar="B", help="a run id or a Kafka version")
+    p.add_argument("--store", default="results.sqlite", help=STORE_HELP)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,11 +32,12 @@ from ..matrix import Case, Catalog, Matrix, load_all, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
 from ..validation import jit, warmup
-from . import external, failures, hookspecs, outcomes
+from . import external, failures, hookspecs, outcomes, record, repeat
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin
 from .options import KreplicaOptions, add_options, resolve
 from .outcomes import expected_finding_marks, note_expected_finding
+from .repeats import RepeatSummary
 from .suite import ReplicationSuite, SuitePlugin, replica_logs
 from .summary import RESULT_PROPERTY, SummaryCollector, encode
 
@@ -44,6 +45,8 @@ KAFKA_PYTHON_WARNING = r"(read|open)_text is deprecated"
 _OPTIONS = pytest.StashKey[KreplicaOptions]()
 _MATRICES = pytest.StashKey["list[Matrix] | MatrixError"]()
 _EXTERNAL = pytest.StashKey["external.ExternalConfig | None"]()
+_STORE = pytest.StashKey["Path | None"]()  # the results store (None: none)
+_STOPS = pytest.StashKey["repeat.StopBook | None"]()  # until-fail's files (None: off)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -52,6 +55,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    repeat.add_options(parser)
     failures.add_options(parser)
     external.add_options(parser)
     log_model.add_options(parser)
@@ -83,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(outcomes.HarnessErrors(), "kreplica-harness-errors")
     if not hasattr(config, "workerinput"):  # xdist workers report; the controller prints
         config.pluginmanager.register(SummaryCollector(config), "kreplica-summary")
+    _register_results(config)
     # nemesis, soak selection, index.html
     config.pluginmanager.register(FailurePlugin(config), "kreplica-failures")
     # one-time preparation before any case runs
@@ -91,6 +96,33 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(log_model, "kreplica-log-model")
     # ReplicationSuite subclasses: cases their capabilities cannot run are deselected
     config.pluginmanager.register(SuitePlugin(), "kreplica-suite")
+
+
+def _register_results(config: pytest.Config) -> None:
+    """The results store's writer, until-fail and the repeats summary (plugin.record,
+    plugin.repeat); the store and stop files are known now when the output is set, else
+    once a worker's basetemp is (``kreplica_shared_dir``)."""
+    opts = config.stash[_OPTIONS]
+    config.addinivalue_line("markers", f"{repeat.MARKER}(index, count, case): one repeat "
+                                       "of a case under --kreplica-repeat")
+    if opts.output is not None or opts.results is not None:
+        config.stash[_STORE] = record.store_path(opts.results, opts.output,
+                                                 opts.output or Path.cwd())
+    if opts.output is not None and opts.until_fail:
+        config.stash[_STOPS] = repeat.StopBook(
+            opts.output / repeat.STOP_DIR / record.run_id_of(config))
+    config.pluginmanager.register(
+        record.ResultsWriter(config, lambda: config.stash.get(_STORE, None)),
+        "kreplica-results")
+    config.pluginmanager.register(repeat.UntilFail(lambda: config.stash.get(_STOPS, None)),
+                                  "kreplica-until-fail")
+    if hasattr(config, "workerinput"):
+        return
+    config.pluginmanager.register(record.StoreLine(config), "kreplica-store-line")
+    if opts.repeat is not None:
+        config.pluginmanager.register(RepeatSummary(config), "kreplica-repeats")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(record.WorkerRunId(config), "kreplica-run-id")
 
 
 def _register_markers(config: pytest.Config, matrices: list[Matrix]) -> None:
@@ -150,7 +182,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marks = [getattr(pytest.mark, name) for name in case.markers]
             marks.append(pytest.mark.kreplica_spec(spec_key(cluster_spec(case))))
             marks.extend(expected_finding_marks(matrix.expected_findings.get(case.case_id)))
-            params.append(pytest.param(case, id=case.case_id, marks=marks))
+            if opts.repeat is None:
+                params.append(pytest.param(case, id=case.case_id, marks=marks))
+                continue
+            for again, mark in repeat.repeats(case, opts.repeat):
+                params.append(pytest.param(again, id=again.case_id, marks=[*marks, mark]))
     metafunc.parametrize("kreplica_case", params, indirect=True)
 
 
@@ -207,11 +243,30 @@ def kreplica_options(pytestconfig: pytest.Config) -> KreplicaOptions:
 
 
 @pytest.fixture
-def kreplica_case(request: pytest.FixtureRequest) -> Case:
-    """The matrix case this test instance runs (parametrized by ``kreplica_scenario``)."""
+def kreplica_case(request: pytest.FixtureRequest, kreplica_shared_dir: Path) -> Case:
+    """The matrix case this test instance runs (parametrized by ``kreplica_scenario``); a
+    repeat of a case that failed already under until-fail is skipped here."""
     if not hasattr(request, "param"):
         pytest.fail("kreplica_case needs @pytest.mark.kreplica_scenario(NAME) on the test")
+    repeat.attach(request.node)
+    repeat.skip_if_stopped(request.node, request.config.stash.get(_STOPS, None))
     return request.param
+
+
+@pytest.fixture(scope="session")
+def kreplica_shared_dir(pytestconfig: pytest.Config, kreplica_options: KreplicaOptions,
+                        tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory every process of the session sees (``record.shared_dir``): where the
+    default results store and until-fail's files go when no output directory is set."""
+    shared = record.shared_dir(kreplica_options.output, tmp_path_factory.getbasetemp(),
+                               record.is_worker(pytestconfig))
+    stash = pytestconfig.stash
+    if _STORE not in stash:
+        stash[_STORE] = record.store_path(None, None, shared)
+    if _STOPS not in stash and kreplica_options.until_fail:
+        stash[_STOPS] = repeat.StopBook(shared / repeat.STOP_DIR
+                                        / record.run_id_of(pytestconfig))
+    return shared
 
 
 @pytest.fixture(scope="session")
@@ -287,7 +342,8 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
         replica_check = kreplica_options.replica_check and replica_logs(request.cls)
         # Spark starts and warms up while the case starts its cluster and runs its workload
         warmup.start(kreplica_options.spark_master, verify=replica_check)
-        row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir)}
+        row = {"case_id": case.case_id, "verdict": "error", "run_dir": str(run_dir),
+               "seed": case.seed, "start_time": time.time()}
         try:
             hooks = CaseHooks()
             request.config.hook.pytest_kreplica_case_hooks(config=request.config, case=case,
@@ -297,7 +353,8 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
                 spark_master=kreplica_options.spark_master,
                 replica_check=replica_check,
                 hooks=hooks))
-            row = result.summary()
+            row = {"seed": case.seed, "start_time": row["start_time"], **result.summary(),
+                   "reason": result.outcome.get("reason")}
             finding = outcomes.expected_finding(request.node)
             if finding is not None:  # verdict.json (and index.html) say it is expected
                 note_expected_finding(result.run_dir, finding)

@@ -12,6 +12,7 @@ import pytest
 
 from ..cluster import backend_names
 from ..matrix import DIMENSIONS, InvalidValue
+from .repeat import repeat_count
 
 HELP_MATRIX = ("matrix to run: a name (the project's matrices directory, then the shipped "
                "matrices) or a path to a YAML file (repeatable; default: every matrix of "
@@ -31,6 +32,9 @@ HELP_SPARK_MASTER = ("Spark for the validation: local[N] (default local[2], in-p
                      "use), auto (that server if it runs, else local[2]), sc://host:port "
                      "(a Spark Connect server), spark://host:port (a standalone cluster); "
                      "env KREPLICA_SPARK_MASTER")
+HELP_RESULTS = ("the results store (SQLite) every case run appends a row to (default: "
+                "results.sqlite beside the output directory; empty: none; env "
+                "KREPLICA_RESULTS)")
 HELP_NO_REPLICA_CHECK = ("skip comparing the replicas' logs after each case "
                          "(env KREPLICA_NO_REPLICA_CHECK=1)")
 
@@ -45,6 +49,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--kreplica-backend", default=None, metavar="NAME", help=HELP_BACKEND)
     group.addoption("--kreplica-spark-master", default=None, metavar="URL",
                     help=HELP_SPARK_MASTER)
+    group.addoption("--kreplica-results", default=None, metavar="PATH", help=HELP_RESULTS)
     group.addoption("--kreplica-no-replica-check", action="store_true", default=None,
                     help=HELP_NO_REPLICA_CHECK)
     parser.addini("kreplica_matrices_dir", HELP_MATRICES_DIR, default=None)
@@ -53,6 +58,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("kreplica_kafka_version", HELP_KAFKA_VERSION, default=None)
     parser.addini("kreplica_backend", HELP_BACKEND, default=None)
     parser.addini("kreplica_spark_master", HELP_SPARK_MASTER, default=None)
+    parser.addini("kreplica_results", HELP_RESULTS, default=None)
     parser.addini("kreplica_no_replica_check", HELP_NO_REPLICA_CHECK, type="bool",
                   default=None)
 
@@ -69,6 +75,9 @@ class KreplicaOptions:
     backend: str
     spark_master: str | None
     replica_check: bool
+    results: str | None = None  # None: the default store; "": no store
+    repeat: int | None = None  # --kreplica-repeat N
+    until_fail: bool = False
 
 
 def _pick(*values: object | None) -> object | None:
@@ -113,6 +122,8 @@ def resolve(config: pytest.Config) -> KreplicaOptions:
     spark = _pick(config.getoption("kreplica_spark_master"),
                   config.getini("kreplica_spark_master"), env.get("KREPLICA_SPARK_MASTER"))
     matrices_dir = config.getini("kreplica_matrices_dir")
+    results = _pick(config.getoption("kreplica_results"), config.getini("kreplica_results"),
+                    env.get("KREPLICA_RESULTS"))
     return KreplicaOptions(
         matrices=tuple(config.getoption("kreplica_matrix") or ()),
         matrices_dir=root / str(matrices_dir or "matrices"),
@@ -122,4 +133,7 @@ def resolve(config: pytest.Config) -> KreplicaOptions:
         backend=str(backend),
         spark_master=None if spark in (None, "") else str(spark),
         replica_check=not no_check,
+        results=None if results is None else str(results),
+        repeat=repeat_count(config),
+        until_fail=bool(config.getoption("kreplica_until_fail")),
     )

@@ -307,14 +307,17 @@ def test_the_checker_sees_cycles_private_names_and_long_functions():
 FOUNDATION = ("errors", "history", "waits", "once", "yaml_strict")
 #: package (or foundation module) -> packages it must never import, even inside a function
 FORBIDDEN = {
-    **{f: ("cluster", "matrix", "faults", "scenarios", "validation", "report", "plugin", "cli")
-       for f in FOUNDATION},
-    "cluster": ("matrix", "faults", "scenarios", "validation", "report", "plugin", "cli"),
-    "validation": ("faults", "scenarios", "plugin", "cli"),
-    "faults": ("scenarios", "plugin", "cli"),
-    "matrix": ("faults", "validation", "report", "plugin", "cli"),
-    "report": ("scenarios", "plugin", "cli"),
-    "scenarios": ("plugin", "cli"),
+    **{f: ("cluster", "matrix", "faults", "scenarios", "validation", "report", "results",
+           "plugin", "cli") for f in FOUNDATION},
+    "cluster": ("matrix", "faults", "scenarios", "validation", "report", "results", "plugin",
+                "cli"),
+    "validation": ("faults", "scenarios", "results", "plugin", "cli"),
+    "faults": ("scenarios", "results", "plugin", "cli"),
+    "matrix": ("faults", "validation", "report", "results", "plugin", "cli"),
+    "report": ("scenarios", "results", "plugin", "cli"),
+    # the results store sits above the report (it reads verdict.json) and below the plugin
+    "results": ("cluster", "faults", "scenarios", "plugin", "cli"),
+    "scenarios": ("results", "plugin", "cli"),
 }
 
 
