@@ -248,7 +248,6 @@ def kreplica_case(request: pytest.FixtureRequest, kreplica_shared_dir: Path) -> 
     repeat of a case that failed already under until-fail is skipped here."""
     if not hasattr(request, "param"):
         pytest.fail("kreplica_case needs @pytest.mark.kreplica_scenario(NAME) on the test")
-    repeat.attach(request.node)
     repeat.skip_if_stopped(request.node, request.config.stash.get(_STOPS, None))
     return request.param
 
@@ -353,8 +352,7 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
                 spark_master=kreplica_options.spark_master,
                 replica_check=replica_check,
                 hooks=hooks))
-            row = {"seed": case.seed, "start_time": row["start_time"], **result.summary(),
-                   "reason": result.outcome.get("reason")}
+            row = {"seed": case.seed, "start_time": row["start_time"], **result.summary()}
             finding = outcomes.expected_finding(request.node)
             if finding is not None:  # verdict.json (and index.html) say it is expected
                 note_expected_finding(result.run_dir, finding)

@@ -152,10 +152,15 @@ def failure_reason(report: pytest.TestReport) -> str:
 
 
 class UntilFail:
-    """Where a repeat runs: writes its case's stop file at the repeat's first failure."""
+    """Where a repeat runs: tags its reports with the repeat (``attach``) before any fixture
+    can fail, and writes its case's stop file at the repeat's first failure."""
 
     def __init__(self, book_of: Any):
         self.book_of = book_of  # () -> StopBook | None (known once the session fixtures ran)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        attach(item)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:

@@ -75,6 +75,7 @@ class CaseResult:
                 "case_id": self.case.case_id, "matrix": self.case.matrix,
                 "verdict": ("valid" if self.verdict.valid else "accepted") if self.valid
                 else "invalid",
+                "reason": self.outcome.get("reason"),
                 "history_valid": bool(self.verdict.valid), "replicas_valid": self.replica.valid,
                 "semantics": self.case.semantics, "counts": dict(self.verdict.counts),
                 "duration_s": round(sum(self.phases.values()), 3), "phases": self.phases,

@@ -51,6 +51,7 @@ def test_lost_ids_fail_with_ids_run_dir_and_logs():
     assert "run directory: runs/m-default" in text
     assert text.index("broker 1 log: logs/1.log") < text.index("broker 2 log: logs/2.log")
     assert r.summary()["verdict"] == "invalid"
+    assert r.summary()["reason"] == r.outcome["reason"] and "lost" in r.outcome["reason"]
 
 
 def test_replica_mismatch_hook_error_and_failed_check_each_invalidate():
