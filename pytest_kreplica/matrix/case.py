@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         message_bytes: int
         workload: str
         isolation: str | None
+        client: str
         kafka_version: str | None
         target_kafka_version: str | None
         replication_policy: str

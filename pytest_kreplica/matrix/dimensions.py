@@ -16,6 +16,7 @@ from typing import Any
 from ..cluster import backend_names
 from ..faults.registry import FAILURE_VALUES, FAILURES, NONE, RANDOM_FAILURES, TARGET_VALUES
 from ..history import SEMANTICS
+from ..scenarios import CLIENTS, DEFAULT_CLIENT
 
 __all__ = ["DIMENSIONS", "FAULT_ONLY", "Dimension", "InvalidValue", "hyphen_free",
            "static_markers"]
@@ -194,6 +195,13 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               doc="isolation.level of a txn workload's consumer group (default read_committed;"
                   " read_uncommitted, Kafka's consumer default, shows what such readers see "
                   "of aborted and open transactions)", type="str | None"),
+    Dimension("client", _choice(*CLIENTS), DEFAULT_CLIENT,
+              lambda v: "" if v == DEFAULT_CLIENT else v,  # default ids stay as they were
+              lambda v: [f"client_{hyphen_free(v)}"], tuple(CLIENTS),
+              doc="the Kafka client driving the plain workload: kafka-python; java = Kafka's "
+                  "VerifiableProducer / VerifiableConsumer of the case's Kafka version; "
+                  "librdkafka = confluent-kafka, in a child process (docs/clients.md)",
+              type="str"),
     Dimension("kafka_version", _kafka_version, None,
               lambda v: "kdefault" if v is None else f"k{v}", _kafka_markers,
               (None, "3.9.0"), doc="default = newest 4.x with every artifact published",

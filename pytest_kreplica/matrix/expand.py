@@ -80,11 +80,47 @@ def complete(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, A
 
 def _case_id(varying: set[str], params: Mapping[str, Any]) -> str:
     shown = varying - set(FAULT_ONLY) if params["failure"] == "none" else varying
-    return "-".join(d.id_part(params[n]) for n, d in DIMENSIONS.items() if n in shown)
+    parts = (d.id_part(params[n]) for n, d in DIMENSIONS.items() if n in shown)
+    return "-".join(p for p in parts if p)  # a default that names no part (client)
+
+
+# what the java client's tools cannot do (scenarios/java_client.py): key -> (refused when,
+# why, what is allowed)
+_JAVA_LIMITS = {
+    "producer_mode": (lambda v: v == "sync", "VerifiableProducer only sends asynchronously",
+                      "async"),
+    "topics": (lambda v: v > 1, "VerifiableProducer and VerifiableConsumer take one topic",
+               "1"),
+    "message_bytes": (lambda v: v > 0, "VerifiableProducer's value is its message number",
+                      "0"),
+}
+
+
+def _check_client(path: Path, where: str, p: Mapping[str, Any], scenario: str) -> None:
+    """The combinations a client other than kafka-python cannot run, refused one line each."""
+    client = p["client"]
+    if client == "kafka-python":
+        return
+    if p["workload"] != "plain":
+        raise matrix_error(path, f"{where}.workload",
+                           f"{p['workload']} runs on client kafka-python only, got client "
+                           f"{client}; allowed with client {client}: plain")
+    if scenario != "replication":
+        raise matrix_error(path, f"{where}.client",
+                           f"{client} runs in scenario replication only, got {scenario}; "
+                           "allowed: kafka-python")
+    if client != "java":
+        return
+    for key, (refused, why, allowed) in _JAVA_LIMITS.items():
+        if refused(p[key]):
+            raise matrix_error(path, f"{where}.{key}",
+                               f"{p[key]} cannot run on client java ({why}); allowed with "
+                               f"client java: {allowed}")
 
 
 def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -> None:
     where = f"case {case_id}"
+    _check_client(path, where, p, scenario)
     if p["replication_factor"] > p["brokers"]:
         raise matrix_error(path, f"{where}.replication_factor",
                            f"{p['replication_factor']} is above brokers {p['brokers']}; "

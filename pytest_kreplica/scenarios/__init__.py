@@ -24,7 +24,18 @@ WORKLOADS: dict[str, str] = {
     "txn_pipeline": "pytest_kreplica.scenarios.txn_pipeline",
 }
 
-__all__ = ["SCENARIOS", "WORKLOADS", "workload_module"]
+# the ``client:`` dimension: which Kafka client drives the plain workload; each module has
+# the plain workload's ``produce`` and ``Consumer``, ``CLIENT`` and ``client_version(case)``.
+# The transactional workloads are kafka-python's only.
+DEFAULT_CLIENT = "kafka-python"
+CLIENTS: dict[str, str] = {
+    DEFAULT_CLIENT: "pytest_kreplica.scenarios.workload",
+    "java": "pytest_kreplica.scenarios.java_client",
+    "librdkafka": "pytest_kreplica.scenarios.rdkafka_client",
+}
+
+__all__ = ["CLIENTS", "DEFAULT_CLIENT", "SCENARIOS", "WORKLOADS", "client_module",
+           "workload_module"]
 
 
 def workload_module(name: str):
@@ -32,3 +43,10 @@ def workload_module(name: str):
     import importlib
 
     return importlib.import_module(WORKLOADS[name])
+
+
+def client_module(name: str):
+    """The module of the ``client`` value ``name`` (imported on first use)."""
+    import importlib
+
+    return importlib.import_module(CLIENTS[name])

@@ -34,6 +34,7 @@ from ..cluster.launcher import Launcher
 from ..errors import ClusterError
 from ..history import ISOLATION_LEVELS
 from ..waits import wait_for
+from .lines import LineWriter
 from .txn_group import RC, GroupReader
 
 INCARNATION_STEP = 100
@@ -198,25 +199,6 @@ class MemberProcess:
         proc.stdout.close()
 
 
-class _LineWriter:
-    """The child's writer: each row as a JSON line on stdout (the parent writes it)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def poll(self, *args: Any, **kwargs: Any) -> None:
-        self._emit("poll", args, kwargs)
-
-    def event(self, *args: Any, **kwargs: Any) -> None:
-        self._emit("event", args, kwargs)
-
-    def _emit(self, kind: str, args: tuple, kwargs: dict) -> None:
-        line = json.dumps({"k": kind, "a": list(args), "kw": kwargs}) + "\n"
-        with self._lock:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
@@ -228,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     reader = GroupReader(args.topics.split(","), args.group, lambda: args.bootstrap,
-                         _LineWriter(), args.process, args.isolation).start()
+                         LineWriter(), args.process, args.isolation).start()
     while reader.alive() and not stop.wait(0.5):
         pass
     reader.stop(STOP_TIMEOUT_S - 5)

@@ -4,12 +4,16 @@ with the offending ids, the run directory and the logs."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..report import build_verdict, write_report, write_verdict
 from ..validation.outcome import decide
 from .replicas import ReplicaCheck
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -117,3 +121,25 @@ def history_dict(verdict: Verdict) -> dict[str, Any]:
         return verdict.to_dict()
     return {"valid": bool(verdict.valid), "semantics": getattr(verdict, "semantics", None),
             "counts": dict(verdict.counts), "examples": getattr(verdict, "examples", {})}
+
+
+def write_verdict_and_report(result: CaseResult) -> None:
+    """verdict.json (report.verdict) and report.html: the report is for people, so a
+    problem drawing it is logged and noted in the verdict, never fails the case."""
+    case = result.case
+    extra = {k: v for k, v in result.extra.items()
+             if k not in ("faults", "fault_plan", "checks")}
+    doc = build_verdict(
+        case_id=case.case_id, parameters=case.as_dict(), semantics=case.semantics,
+        history=history_dict(result.verdict), replicas=result.replica.as_dict(),
+        phases=result.phases, faults=result.extra.get("faults"),
+        fault_plan=result.extra.get("fault_plan"), seed=case.seed,
+        checks=result.extra.get("checks"), duration_s=round(sum(result.phases.values()), 3),
+        extra={**extra, **result.outcome})
+    write_verdict(result.run_dir, doc)
+    try:
+        write_report(result.run_dir)
+    except Exception as exc:
+        log.warning("report.html for %s failed: %r", case.case_id, exc)
+        doc["report_error"] = repr(exc)
+        write_verdict(result.run_dir, doc)

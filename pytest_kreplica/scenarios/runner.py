@@ -31,13 +31,12 @@ from typing import TYPE_CHECKING, Any
 from ..cluster.base import TopicSpec
 from ..errors import HarnessError
 from ..history import RunWriter, write_run_json
-from ..report import build_verdict, write_report, write_verdict
 from ..validation.checker import check
 from ..validation.outcome import judge_case
-from . import workload_module
+from . import DEFAULT_CLIENT, client_module, workload_module
 from .harness import harness_error, raise_harness_error
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
-from .result import CaseResult, history_dict
+from .result import CaseResult, write_verdict_and_report
 from .workload import Consumer, ProduceStats
 
 if TYPE_CHECKING:
@@ -239,7 +238,7 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         "case_id": case.case_id, "matrix": case.matrix, "scenario": case.scenario,
         "params": case.as_dict(), "semantics": case.semantics, "seed": case.seed,
         "topics": topics, "cluster": flow.describe(), "versions": flow.versions(),
-        "start_time": time.time(), "source": case.source,
+        "start_time": time.time(), "source": case.source, "client": _client_meta(case),
     }
     meta.update(run_meta or {})
     workload = _workload(case)
@@ -282,7 +281,7 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
     result = CaseResult(case, run_dir, verdict, replica, dict(phases),
                         {**flow.log_files(), **ctx.logs}, extra,
                         outcome={"passed": judged["passed"], "reason": judged["reason"]})
-    _write_verdict_and_report(result)
+    write_verdict_and_report(result)
     _drop_topics(cluster, topics)
     if flow.mirrored:
         _drop_topics(flow.reader(), flow.read_topics(topics))
@@ -304,9 +303,10 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
     reader, read_topics = flow.reader(), flow.read_topics(topics)
     workload = _workload(case)
     isolation = flow.isolation_level or case.isolation
+    options = workload.consumer_options(case) if hasattr(workload, "consumer_options") else {}
     consumer: Consumer = workload.Consumer(
         read_topics, case.partitions, reader.live_bootstrap_servers, read_writer,
-        **({"isolation_level": isolation} if isolation else {}))
+        **({"isolation_level": isolation} if isolation else {}), **options)
     ctx.stats, ctx.consumer = ProduceStats(), consumer
     if hasattr(consumer, "components"):  # client processes the nemesis may fail
         ctx.components.update(consumer.components())
@@ -333,6 +333,7 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
             _join(threads, ctx)
     ctx.extra["unseen_after_drain"] = len(missing)
 
+
 def _validate(case: Case, cluster: Cluster, flow: Flow, topics: list[str], run_dir: Path,
               meta: dict[str, Any], extra: dict[str, Any], phases: Phases,
               spark_master: str | None, replica_check: bool
@@ -357,8 +358,18 @@ def _validate(case: Case, cluster: Cluster, flow: Flow, topics: list[str], run_d
 
 
 def _workload(case: Case):
-    """The module of the case's ``workload`` (``scenarios.WORKLOADS``)."""
+    """The module of the case's ``workload`` (``scenarios.WORKLOADS``); a plain workload
+    driven by another client is that client's module (``scenarios.CLIENTS``)."""
+    client = getattr(case, "client", DEFAULT_CLIENT)
+    if client != DEFAULT_CLIENT:
+        return client_module(client)
     return workload_module(getattr(case, "workload", "plain"))
+
+
+def _client_meta(case: Case) -> dict[str, str]:
+    """run.json's ``client``: which client drove the case, and its version."""
+    client = getattr(case, "client", DEFAULT_CLIENT)
+    return {"name": client, "version": client_module(client).client_version(case)}
 
 
 def _readable_ends(cluster: Cluster, topics: list[str], partitions: int
@@ -368,28 +379,6 @@ def _readable_ends(cluster: Cluster, topics: list[str], partitions: int
     ends = getattr(cluster, "readable_ends", None)
     parts = [(t, p) for t in topics for p in range(partitions)]
     return None if ends is None else (lambda: ends(parts))
-
-
-def _write_verdict_and_report(result: CaseResult) -> None:
-    """verdict.json (report.verdict) and report.html: the report is for people, so a
-    problem drawing it is logged and noted in the verdict, never fails the case."""
-    case = result.case
-    extra = {k: v for k, v in result.extra.items()
-             if k not in ("faults", "fault_plan", "checks")}
-    doc = build_verdict(
-        case_id=case.case_id, parameters=case.as_dict(), semantics=case.semantics,
-        history=history_dict(result.verdict), replicas=result.replica.as_dict(),
-        phases=result.phases, faults=result.extra.get("faults"),
-        fault_plan=result.extra.get("fault_plan"), seed=case.seed,
-        checks=result.extra.get("checks"), duration_s=round(sum(result.phases.values()), 3),
-        extra={**extra, **result.outcome})
-    write_verdict(result.run_dir, doc)
-    try:
-        write_report(result.run_dir)
-    except Exception as exc:
-        log.warning("report.html for %s failed: %r", case.case_id, exc)
-        doc["report_error"] = repr(exc)
-        write_verdict(result.run_dir, doc)
 
 
 def _drop_topics(cluster: Cluster, topics: list[str]) -> None:

@@ -21,12 +21,16 @@ from typing import Any
 from ..cluster.clients import close_producer
 from ..history import RunWriter, now_ns
 from ..matrix import Case
+from .reader import DrainingReader, targets
 from .sends import ProduceStats, Sends, classify, record_id, record_value
 
 #: the producer's side lives in ``sends.py``; its names are read from here too
-__all__ = ["CONSUMER_PROCESS", "Consumer", "DELIVERY_TIMEOUT_MS", "MAX_BLOCK_MS",
-           "PRODUCER_PROCESS", "ProduceStats", "REQUEST_TIMEOUT_MS", "classify", "produce",
-           "producer_config", "record_id", "record_value"]
+__all__ = ["CLIENT", "CONSUMER_PROCESS", "Consumer", "DELIVERY_TIMEOUT_MS", "MAX_BLOCK_MS",
+           "PRODUCER_PROCESS", "ProduceStats", "REQUEST_TIMEOUT_MS", "classify",
+           "client_version", "produce", "producer_config", "producer_retries", "record_id",
+           "record_value"]
+
+CLIENT = "kafka-python"
 
 PRODUCER_PROCESS = 0
 CONSUMER_PROCESS = 1
@@ -35,14 +39,13 @@ CONSUMER_PROCESS = 1
 REQUEST_TIMEOUT_MS = 15_000
 DELIVERY_TIMEOUT_MS = 60_000
 MAX_BLOCK_MS = 15_000
-# the drain first asks where the partitions end after this long (most drains end sooner
-# with every id seen), then this often
-DRAIN_FIRST_LOOK_S = 0.5
-DRAIN_LOOK_EVERY_S = 0.5
 
 
-def _targets(topics: Sequence[str], partitions: int) -> list[tuple[str, int]]:
-    return [(t, p) for t in topics for p in range(partitions)]
+def client_version(case: Case) -> str:
+    """run.json's ``client.version``: the installed kafka-python's."""
+    import kafka  # heavy: loaded when a case runs
+
+    return kafka.__version__
 
 
 def producer_config(case: Case, bootstrap: str) -> dict[str, Any]:
@@ -57,10 +60,16 @@ def producer_config(case: Case, bootstrap: str) -> dict[str, Any]:
         "delivery_timeout_ms": DELIVERY_TIMEOUT_MS,
         "max_block_ms": MAX_BLOCK_MS,
         "reconnect_backoff_max_ms": 1000,
-        # at-most-once cases (acks 1/0 under faults) never retry: a retry may duplicate
-        "retries": 2**31 - 1 if case.idempotence else (
-            0 if getattr(case, "semantics", None) == "at-most-once" else 5),
+        "retries": producer_retries(case),
     }
+
+
+def producer_retries(case: Case) -> int:
+    """Every client's retries: unbounded when idempotent (the broker drops duplicates),
+    none for at-most-once cases (acks 1/0 under faults: a retry may duplicate), else 5."""
+    if case.idempotence:
+        return 2**31 - 1
+    return 0 if getattr(case, "semantics", None) == "at-most-once" else 5
 
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
@@ -73,7 +82,7 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     from kafka import KafkaProducer
 
     stats = stats or ProduceStats()
-    targets = _targets(topics, case.partitions)
+    pairs = targets(topics, case.partitions)
     producer = KafkaProducer(**producer_config(case, bootstrap))
     writer.event("start", process=process, detail=f"producer {case.producer_mode} "
                                                   f"acks={case.acks} {case.compression}")
@@ -82,7 +91,7 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
                   wait_s=answer_s if case.producer_mode == "sync" else None)
     try:
         for i in _paced(case.messages, stop, keep_going, max_rate):
-            topic, partition = targets[i % len(targets)]
+            topic, partition = pairs[i % len(pairs)]
             sends.send(str(i), topic, partition, case.message_bytes)
         sends.await_all(answer_s)
     finally:
@@ -111,30 +120,23 @@ def _paced(messages: int, stop: threading.Event | None,
         yield i
 
 
-class Consumer:
+class Consumer(DrainingReader):
     """Reads every partition of ``topics`` from the beginning in a background thread.
 
-    ``drain(acked_ids, timeout)`` is called once the producer is done: it waits until every
-    acknowledged id was polled or the deadline passed, then stops and closes the client.
+    ``drain(acked_ids, timeout)`` (``reader.DrainingReader``) is called once the producer
+    is done: it waits until every acknowledged id was polled or the deadline passed, then
+    stops and closes the client.
     """
 
     def __init__(self, topics: Sequence[str], partitions: int,
                  bootstrap: Callable[[], str], writer: RunWriter,
                  process: int = CONSUMER_PROCESS, isolation_level: str = "read_uncommitted"):
-        self.targets = _targets(topics, partitions)
+        super().__init__(writer, process)
+        self.targets = targets(topics, partitions)
         self.isolation_level = isolation_level  # read_committed: skip aborted transactions
         self.bootstrap = bootstrap
-        self.writer = writer
-        self.process = process
-        self.seen: set[str] = set()
-        self.polled = 0
-        self.errors: list[str] = []
-        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._progress = threading.Condition(self._lock)
         self._positions: dict[tuple[str, int], int] = {}
-        # the client's fetch position after each poll (past control records too)
-        self._fetch_positions: dict[tuple[str, int], int] = {}
         self._thread = threading.Thread(target=self._run, name="kreplica-consumer",
                                         daemon=True)
 
@@ -192,85 +194,13 @@ class Consumer:
                     self._positions[(tp.topic, tp.partition)] = record.offset + 1
                     ids.append(message_id)
                     index += 1
-            positions = _fetch_positions(consumer)
-            with self._progress:
-                self._fetch_positions.update(positions)
-                if ids:
-                    self.seen.update(ids)
-                    self.polled += len(ids)
-                self._progress.notify_all()
+            # the client's fetch position after each poll (past control records too)
+            self.note_polled(ids, _fetch_positions(consumer))
         if consumer is not None:
             _close_quietly(consumer)
 
-    def missing(self, ids: set[str]) -> set[str]:
-        """The ids of ``ids`` not polled yet (thread-safe)."""
-        with self._lock:
-            return ids - self.seen
-
-    def drain(self, acked_ids: set[str], timeout: float,
-              readable_ends: Callable[[], dict[tuple[str, int], int]] | None = None
-              ) -> set[str]:
-        """Wait until every id of ``acked_ids`` was polled, or (with ``readable_ends``) the
-        consumer stands at every partition's readable end, or ``timeout`` seconds
-        passed; stop the consumer; return the acknowledged ids never seen.
-
-        ``readable_ends()`` returns, per partition, the offset past the last record that
-        can ever be read without new writes, and raises while that is not known (a
-        partition without a leader, records not yet replicated): an id missing once the
-        consumer stands there is gone from every replica, and waiting longer cannot find
-        it (an acks=1 case that lost records no longer waits out the whole timeout)."""
-        self.writer.event("drain-start", process=self.process,
-                          detail=f"waiting for {len(acked_ids)} acknowledged ids, "
-                                 f"at most {timeout:.0f} s")
-        deadline = time.monotonic() + timeout
-        next_look = time.monotonic() + DRAIN_FIRST_LOOK_S
-        read_up_to: str | None = None
-        last_seen = "not asked yet"
-        with self._progress:
-            while not acked_ids <= self.seen and time.monotonic() < deadline:
-                if not self._thread.is_alive():
-                    break
-                if readable_ends is not None and time.monotonic() >= next_look:
-                    read_up_to, last_seen = self._read_up_to(readable_ends)
-                    if read_up_to is not None:
-                        break
-                    next_look = time.monotonic() + DRAIN_LOOK_EVERY_S
-                self._progress.wait(min(0.2, max(0.0, deadline - time.monotonic())))
-            missing = acked_ids - self.seen
-        self.stop()
-        if not missing:
-            detail = "every acknowledged id seen"
-        elif read_up_to is not None:
-            detail = (f"read up to every partition's readable end ({read_up_to}), "
-                      f"{len(missing)} acknowledged ids unseen")
-        else:
-            detail = f"deadline passed, {len(missing)} acknowledged ids unseen"
-            if readable_ends is not None:
-                detail += f"; last look at the readable ends: {last_seen}"
-        self.writer.event("drain-end", process=self.process, detail=detail)
-        return missing
-
-    def _read_up_to(self, readable_ends: Callable[[], dict[tuple[str, int], int]]
-                    ) -> tuple[str | None, str]:
-        """(a description of the ends, when the consumer stands at every one of them;
-        else None, and what was seen). Called with ``_progress`` held; the call to
-        the cluster runs without it so the consumer keeps polling meanwhile."""
-        self._progress.release()
-        try:
-            ends = readable_ends()
-        except Exception as exc:  # not known yet: keep waiting, say why at the deadline
-            return None, f"{type(exc).__name__}: {exc}"
-        finally:
-            self._progress.acquire()
-        # past the end counts as not there: an unclean election truncated the log under
-        # the consumer, which re-reads once it notices (or the deadline passes)
-        behind = {f"{t}-{p}": (self._fetch_positions.get((t, p), 0), end)
-                  for (t, p), end in ends.items()
-                  if self._fetch_positions.get((t, p), 0) != end}
-        if behind:
-            return None, "position, end: " + ", ".join(
-                f"{k} {pos}/{end}" for k, (pos, end) in sorted(behind.items())[:5])
-        return " ".join(f"{t}-{p}:{e}" for (t, p), e in sorted(ends.items())), "caught up"
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()

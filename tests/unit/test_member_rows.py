@@ -10,7 +10,7 @@ import json
 from types import SimpleNamespace
 
 from pytest_kreplica.cluster.base import NodeState
-from pytest_kreplica.scenarios import member_process
+from pytest_kreplica.scenarios.lines import LineWriter
 from pytest_kreplica.scenarios.member_process import MemberProcess
 
 
@@ -26,7 +26,7 @@ class _Writer:
 
 
 def _lines(capsys, calls):
-    child = member_process._LineWriter()
+    child = LineWriter()
     for kind, args, kwargs in calls:
         getattr(child, kind)(*args, **kwargs)
     return capsys.readouterr().out.encode()
