@@ -33,6 +33,14 @@ def parameters_of(data: Any, verdict: dict[str, Any]) -> dict[str, Any]:
     return verdict.get("parameters") or data.run.get("parameters") or {}
 
 
+def client_text(client: Any) -> str:
+    """`` client <b>java 4.3.1</b>``: run.json's ``client`` (absent in older runs)."""
+    if not isinstance(client, dict) or not client.get("name"):
+        return ""
+    return (f" &nbsp; client <b>{escape(client['name'])}</b> "
+            f"<code>{escape(client.get('version') or '')}</code>")
+
+
 def head(data: Any, verdict: dict[str, Any], run_dir: Path) -> list[str]:
     """Title, outcome badges, semantics, seed and how to replay it."""
     case = verdict.get("case") or data.run.get("case") or run_dir.name
@@ -48,6 +56,7 @@ def head(data: Any, verdict: dict[str, Any], run_dir: Path) -> list[str]:
              f"{badge(valid, 'valid' if valid else 'invalid') if valid is not None else ''}"
              f" under <b>{escape(semantics_of(data, verdict))}</b> &nbsp; seed "
              f"<code>{escape(seed)}</code>"
+             f"{client_text(data.run.get('client'))}"
              f" &nbsp; <span class='muted'>{data.end_s:.1f} s of history</span></p>"]
     if seed is not None:
         parts.append(f"<p class='muted'>Replay: run the same case id again; its fault "

@@ -94,7 +94,7 @@ def _log_dir(writer: Any) -> Path:
     return Path(run_dir) / "clients"
 
 
-class _Results:
+class ProducerLines:
     """The producer's lines -> send rows, counts, and what the tool says it sent."""
 
     def __init__(self, writer: Any, stats: ProduceStats, process: int, retried: bool):
@@ -142,7 +142,7 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
             "--max-messages", str(-1 if keep_going else case.messages)]
     if max_rate:
         args += ["--throughput", str(max(1, int(max_rate)))]
-    results = _Results(writer, stats, process, producer_retries(case) > 0)
+    results = ProducerLines(writer, stats, process, producer_retries(case) > 0)
     client = JavaClient(case.kafka_version, PRODUCER_CLASS, args,
                         log_dir / f"verifiable-producer-{process}.log", results.on_event)
     writer.event("start", process=process,

@@ -91,8 +91,9 @@ def produce(args: argparse.Namespace, out: LineWriter) -> None:
         i += 1
         if i >= args.messages and not args.keep_going:
             break
-        if args.max_rate and started + i / args.max_rate > time.monotonic():
-            time.sleep(started + i / args.max_rate - time.monotonic())
+        ahead = started + i / args.max_rate - time.monotonic() if args.max_rate else 0.0
+        if ahead > 0:
+            time.sleep(ahead)
         message_id, (topic, partition) = str(i), pairs[i % len(pairs)]
         invoke = now_ns()
         out.emit("invoke", message_id, topic, partition, invoke)

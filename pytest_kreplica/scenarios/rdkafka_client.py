@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ClusterError
 from ..history import RunWriter, now_ns
 from ..matrix import Case
+from ..waits import last_error_line
 from .lines import ClientProcess, supervise
 from .reader import DrainingReader
 from .sends import ProduceStats
@@ -46,7 +47,7 @@ def client_version(case: Case) -> str:
     """librdkafka's version and the binding's: ``2.16.0 (confluent-kafka 2.16.1)``."""
     import confluent_kafka  # a C extension: loaded when a case runs
 
-    return f"{confluent_kafka.libversion()[0]} (confluent-kafka {confluent_kafka.version()[0]})"
+    return f"{confluent_kafka.libversion()[0]} (confluent-kafka {confluent_kafka.version()})"
 
 
 def producer_config(case: Case, bootstrap: str) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def _log_dir(writer: Any) -> Path:
     return Path(run_dir) / "clients"
 
 
-class _Sends:
+class ChildSends:
     """The producer child's lines -> send rows and counts; ``write_off`` after it ended."""
 
     def __init__(self, writer: Any, stats: ProduceStats):
@@ -114,7 +115,7 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     """The case's sends through a librdkafka producer in a child process (the plain
     workload's signature)."""
     stats = stats or ProduceStats()
-    sends = _Sends(writer, stats)
+    sends = ChildSends(writer, stats)
     cmd = [sys.executable, "-m", CHILD, "produce",
            "--config", json.dumps(producer_config(case, bootstrap)),
            "--topics", ",".join(topics), "--partitions", str(case.partitions),
@@ -136,6 +137,9 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
         code = child.terminate(CLOSE_S)
         sends.write_off(process)
         writer.event("stop", process=process, detail=f"librdkafka producer exited ({code})")
+    if code not in (0, None):  # neither asked to stop nor killed: the child broke
+        raise ClusterError(f"the librdkafka producer exited {code}: "
+                           f"{last_error_line(child.log_file)}; log {child.log_file}")
     return stats
 
 

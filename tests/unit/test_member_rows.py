@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from pytest_kreplica.cluster.base import NodeState
 from pytest_kreplica.scenarios.lines import LineWriter
-from pytest_kreplica.scenarios.member_process import MemberProcess
+from pytest_kreplica.scenarios.member_process import INCARNATION_STEP, MemberProcess
 
 
 class _Writer:
@@ -55,4 +55,4 @@ def test_a_member_that_never_started_is_stopped_and_numbered_per_incarnation():
     member = MemberProcess(["t"], "g", lambda: "localhost:1", _Writer(), 2)
     assert member.state is NodeState.STOPPED and member.pid is None and not member.alive()
     member.stop()  # nothing to stop: no error
-    assert member.process + member_process.INCARNATION_STEP == 2
+    assert member.process + INCARNATION_STEP == 2
