@@ -44,7 +44,10 @@ def test_extends_a_shipped_matrix_and_overrides_dimensions_exclude_include(tmp_p
     """))
     assert mine.name == "my-leader" and mine.scenario == base.scenario
     assert mine.description == base.description  # not overridden: the base's
-    assert [c.case_id for c in mine.cases] == ["my-leader-p1-none", "my-leader-p10-lz4"]
+    # the base's client dimension is kept: the product runs each client
+    assert [c.case_id for c in mine.cases] == [
+        "my-leader-p1-none", "my-leader-p1-none-java", "my-leader-p1-none-librdkafka",
+        "my-leader-p10-lz4"]
     case = mine.cases[0]
     assert (case.failure, case.acks, case.target) == ("hard", -1, "leader")  # target: base's
     assert "my_leader" in case.markers and "leader_failure" not in case.markers
