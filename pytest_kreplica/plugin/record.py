@@ -12,7 +12,6 @@ every worker shares). A store that cannot be written is a warning, never a faile
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 import uuid
@@ -118,7 +117,9 @@ class ResultsWriter:
 
 
 def is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput") or bool(os.environ.get("PYTEST_XDIST_WORKER"))
+    """An xdist worker of this session: by its ``workerinput``, never by the environment,
+    which a pytest run started inside a worker (pytester, a documented command) inherits."""
+    return hasattr(config, "workerinput")
 
 
 class StoreLine:
