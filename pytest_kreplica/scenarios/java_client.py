@@ -32,14 +32,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..cluster import distribution
 from ..errors import ClusterError
 from ..history import RunWriter, now_ns
 from ..matrix import Case
-from .lines import supervise
+from .lines import client_log_dir, supervise
 from .reader import DrainingReader
 from .sends import ProduceStats
 from .verifiable import (
@@ -87,12 +86,6 @@ def producer_properties(case: Case) -> dict[str, Any]:
             "reconnect.backoff.max.ms": 1000}
 
 
-def _log_dir(writer: Any) -> Path:
-    run_dir = getattr(writer, "run_dir", None)
-    if run_dir is None:
-        raise ClusterError("the java client needs a run directory for its config and logs")
-    return Path(run_dir) / "clients"
-
 
 class ProducerLines:
     """The producer's lines -> send rows, counts, and what the tool says it sent."""
@@ -134,7 +127,7 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     signature); with ``keep_going`` it runs unbounded until that turns false."""
     stats = stats or ProduceStats()
     topic = topics[0]
-    log_dir = _log_dir(writer)
+    log_dir = client_log_dir(writer, CLIENT)
     config = write_properties(log_dir / f"producer-{process}.properties",
                               producer_properties(case))
     args = ["--bootstrap-server", bootstrap, "--topic", topic, "--acks", str(case.acks),
@@ -185,7 +178,7 @@ class Consumer(DrainingReader):
             self.note_polled(ids, positions)
 
     def start(self) -> Consumer:
-        log_dir = _log_dir(self.writer)
+        log_dir = client_log_dir(self.writer, CLIENT)
         config = write_properties(log_dir / f"consumer-{self.process}.properties", {
             "isolation.level": self.isolation_level, "fetch.max.wait.ms": 100,
             "request.timeout.ms": REQUEST_TIMEOUT_MS, "reconnect.backoff.max.ms": 1000})

@@ -29,9 +29,19 @@ from typing import Any
 from ..cluster.launcher import Launcher
 from ..errors import ClusterError
 
-__all__ = ["ClientProcess", "LineWriter", "json_line", "supervise"]
+__all__ = ["ClientProcess", "LineWriter", "client_log_dir", "json_line", "supervise"]
 
 STOP_TIMEOUT_S = 15.0
+
+
+def client_log_dir(writer: Any, client: str) -> Path:
+    """Where a client process keeps its config and log: ``clients/`` of the case's run
+    directory (a writer without one cannot host a client process)."""
+    run_dir = getattr(writer, "run_dir", None)
+    if run_dir is None:
+        raise ClusterError(f"the {client} client needs a run directory for its config and "
+                           "logs")
+    return Path(run_dir) / "clients"
 
 
 def json_line(raw: bytes) -> dict[str, Any] | None:

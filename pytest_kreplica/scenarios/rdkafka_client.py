@@ -15,14 +15,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..errors import ClusterError
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import last_error_line
-from .lines import ClientProcess, supervise
+from .lines import ClientProcess, client_log_dir, supervise
 from .reader import DrainingReader
 from .sends import ProduceStats
 from .workload import (
@@ -67,12 +66,6 @@ def consumer_config(bootstrap: str, isolation_level: str) -> dict[str, Any]:
             "fetch.wait.max.ms": 100, "reconnect.backoff.max.ms": 1000,
             "socket.timeout.ms": REQUEST_TIMEOUT_MS}
 
-
-def _log_dir(writer: Any) -> Path:
-    run_dir = getattr(writer, "run_dir", None)
-    if run_dir is None:
-        raise ClusterError("the librdkafka client needs a run directory for its logs")
-    return Path(run_dir) / "clients"
 
 
 class ChildSends:
@@ -125,7 +118,7 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     cmd += ["--keep-going"] if keep_going is not None else []
     cmd += ["--retried"] if producer_retries(case) > 0 else []
     cmd += ["--max-rate", str(max_rate)] if max_rate else []
-    child = ClientProcess(cmd, _log_dir(writer) / f"rdkafka-producer-{process}.log",
+    child = ClientProcess(cmd, client_log_dir(writer, CLIENT) / f"rdkafka-producer-{process}.log",
                           sends.on_line, "rdkafka-producer")
     writer.event("start", process=process, detail=f"librdkafka producer "
                  f"{case.producer_mode} acks={case.acks} {case.compression}")
@@ -169,7 +162,7 @@ class Consumer(DrainingReader):
                "--config", json.dumps(consumer_config(self.bootstrap(), self.isolation_level)),
                "--topics", ",".join(self.topics), "--partitions", str(self.partitions),
                "--process", str(self.process)]
-        self.child = ClientProcess(cmd, _log_dir(self.writer) /
+        self.child = ClientProcess(cmd, client_log_dir(self.writer, CLIENT) /
                                    f"rdkafka-consumer-{self.process}.log", self._on_line,
                                    "rdkafka-consumer")
         self.child.start()
