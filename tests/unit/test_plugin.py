@@ -9,6 +9,9 @@ import textwrap
 
 import pytest
 
+from tests import inner_project
+from tests.inner_project import case_ids
+
 MATRIX = """
     scenario: replication
     markers: [ci]
@@ -35,21 +38,13 @@ CASE_TEST = """
 @pytest.fixture
 def project(pytester: pytest.Pytester):
     """An inner project: matrices/mini.yaml and a scenario test."""
-    pytester.mkdir("matrices")
-    (pytester.path / "matrices" / "mini.yaml").write_text(textwrap.dedent(MATRIX))
-    pytester.makepyfile(test_cases=textwrap.dedent(CASE_TEST))
-    return pytester
-
-
-def collected_ids(result: pytest.RunResult) -> list[str]:
-    return [line.split("[", 1)[1].rstrip("]") for line in result.outlines
-            if "::test_case[" in line]
+    return inner_project.make(pytester, MATRIX, CASE_TEST)
 
 
 def test_cases_become_parametrized_tests_in_matrix_order(project):
     result = project.runpytest("--collect-only", "-q", "--strict-markers")
     assert result.ret == 0
-    assert collected_ids(result) == ["mini-p1-none-sync", "mini-p1-none-async",
+    assert case_ids(result) == ["mini-p1-none-sync", "mini-p1-none-async",
                                      "mini-p1-gzip-async", "mini-p5-none-sync",
                                      "mini-p5-none-async", "mini-p5-gzip-async"]
 
@@ -70,14 +65,14 @@ def test_matrix_selection_by_name_and_path(project):
         "dimensions: {acks: [all, 1]}\n")
     outside = project.path / "elsewhere.yaml"
     outside.write_text("dimensions: {acks: [0]}\n")
-    everything = collected_ids(project.runpytest("--collect-only", "-q"))
+    everything = case_ids(project.runpytest("--collect-only", "-q"))
     assert len(everything) == 6 + 2
-    assert collected_ids(project.runpytest("--collect-only", "-q",
+    assert case_ids(project.runpytest("--collect-only", "-q",
                                            "--kreplica-matrix", "other")) == [
         "other-acks-1", "other-acks1"]
     only_path = project.runpytest("--collect-only", "-q", "--kreplica-matrix", str(outside),
                                   "--kreplica-matrix", "other")
-    assert collected_ids(only_path) == ["elsewhere-default", "other-acks-1", "other-acks1"]
+    assert case_ids(only_path) == ["elsewhere-default", "other-acks-1", "other-acks1"]
 
 
 @pytest.mark.parametrize(("matrix_text", "expected"), [
@@ -116,7 +111,7 @@ def test_without_a_matrices_dir_the_shipped_matrices_run(project):
     (project.path / "matrices").rmdir()
     result = project.runpytest("--collect-only", "-q", "-m", "smoke")
     assert result.ret == 0
-    assert collected_ids(result) and all(i.startswith("smoke-") for i in collected_ids(result))
+    assert case_ids(result) and all(i.startswith("smoke-") for i in case_ids(result))
 
 
 def test_configured_missing_matrices_dir_fails_instead_of_skipping(project):
@@ -195,12 +190,12 @@ def test_kafka_version_option_reaches_case_markers(project):
 def test_cases_needing_the_same_cluster_run_together(project):
     (project.path / "matrices" / "mini.yaml").write_text(
         "dimensions: {brokers: [3, 4], partitions: [1, 2]}\n")
-    assert collected_ids(project.runpytest("--collect-only", "-q")) == [
+    assert case_ids(project.runpytest("--collect-only", "-q")) == [
         "mini-p1-b3", "mini-p2-b3", "mini-p1-b4", "mini-p2-b4"]
     # expansion order alternates the cluster size; collection groups it
     (project.path / "matrices" / "mini.yaml").write_text(
         "dimensions: {partitions: [1, 2], brokers: [4, 3]}\n")
-    assert collected_ids(project.runpytest("--collect-only", "-q")) == [
+    assert case_ids(project.runpytest("--collect-only", "-q")) == [
         "mini-p1-b3", "mini-p2-b3", "mini-p1-b4", "mini-p2-b4"]
 
 

@@ -9,13 +9,14 @@ import json
 import re
 import shlex
 import sqlite3
-import textwrap
 import zlib
 
 import pytest
 
 from pytest_kreplica.plugin.record import shared_dir, store_path
 from pytest_kreplica.plugin.repeat import StopBook, repeat_seed
+from tests import inner_project
+from tests.inner_project import case_ids
 
 MATRIX = """
     scenario: replication
@@ -45,15 +46,7 @@ CASE_TEST = """
 
 @pytest.fixture
 def project(pytester: pytest.Pytester):
-    pytester.mkdir("matrices")
-    (pytester.path / "matrices" / "mini.yaml").write_text(textwrap.dedent(MATRIX))
-    pytester.makepyfile(test_cases=textwrap.dedent(CASE_TEST))
-    return pytester
-
-
-def ids(result: pytest.RunResult) -> list[str]:
-    return [line.split("[", 1)[1].rstrip("]") for line in result.outlines
-            if "::test_case[" in line]
+    return inner_project.make(pytester, MATRIX, CASE_TEST)
 
 
 def store_rows(path) -> list[dict]:
@@ -64,11 +57,11 @@ def store_rows(path) -> list[dict]:
 
 def test_repeats_have_sortable_ids(project):
     result = project.runpytest("--collect-only", "-q", "--kreplica-repeat", "3", "-k", "p1-none")
-    assert ids(result) == ["mini-p1-none-r1", "mini-p1-none-r2", "mini-p1-none-r3"]
+    assert case_ids(result) == ["mini-p1-none-r1", "mini-p1-none-r2", "mini-p1-none-r3"]
     result = project.runpytest("--collect-only", "-q", "--kreplica-repeat", "10", "-k",
                                "p1-none")
-    assert ids(result) == [f"mini-p1-none-r{i:02d}" for i in range(1, 11)]
-    assert ids(result) == sorted(ids(result))
+    assert case_ids(result) == [f"mini-p1-none-r{i:02d}" for i in range(1, 11)]
+    assert case_ids(result) == sorted(case_ids(result))
 
 
 @pytest.mark.parametrize("argv, line", [
