@@ -47,7 +47,7 @@ MAX_RECORDS = 4
 DELIVERY_TIMEOUT_MS = 30_000
 END_TIMEOUT_S = 20.0  # commit / abort / offsets in a transaction, then the producer is replaced
 __all__ = ["HISTORY_VERSION", "Consumer", "after_failure", "bounded", "end_transaction", "produce",
-           "record_transaction"]
+           "record_transaction", "settle_sends"]
 
 
 def coordinator_keys(topics: Sequence[str]) -> dict[str, str]:
@@ -192,6 +192,18 @@ def bounded(call: Callable[[], Any], what: str, timeout: float | None = None) ->
         raise TransactionCallTimeout(f"{what} did not return within {timeout:.0f} s")
     if failed:
         raise failed[0]
+
+
+def settle_sends(futures: Sequence[Any], timeout: float = DELIVERY_TIMEOUT_MS / 1000) -> None:
+    """Wait for every send of the open transaction; raise the first failure. Kafka's contract
+    is that a transaction one of whose sends failed cannot commit, but kafka-python 3.0.12
+    commits it when the send failed with a retriable error after its delivery timeout (a
+    stalled partition): only what was acknowledged becomes visible, and the rest is lost
+    without an error (tests/integration/test_kafka_python_txn.py). Awaiting each send before
+    the commit turns that into a failed transaction, which is aborted."""
+    deadline = time.monotonic() + timeout
+    for future in futures:
+        future.get(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def end_transaction(producer: Any, commit: bool) -> str:

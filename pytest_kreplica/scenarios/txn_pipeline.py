@@ -4,14 +4,16 @@ workload plus a read-process-write pipeline, Kafka's exactly-once recipe.
 The transactional producers write into every topic but the last. The pipeline is a
 read_committed consumer in a group of its own and a transactional producer: it polls a batch
 and, in one transaction, writes a copy of each record into the last topic (same partition
-number; the copy's send names its ``source`` id), commits its consumer positions with
-``send_offsets_to_transaction`` and commits the transaction, or aborts it by a seeded coin
-(1 in 8) and rewinds to the batch's first offsets. When a transaction fails, both clients
-are rebuilt: the new producer (same transactional id) fences the old one and settles its
-open transaction, then the new consumer resumes at the group's committed positions. Each
-incarnation (after an abort or a rebuild) polls as a new process (5, 105, 205, ...): a
-rewind starts a new reader, it is not a nonmonotonic poll of the old one. Every poll of the
-pipeline carries its transaction (polls ``txn``), the write-read edges of the cycle checker.
+number; the copy's send names its ``source`` id), waits for every copy's acknowledgement
+(kafka-python would commit a transaction whose copy failed: ``txn.settle_sends``), commits
+its consumer positions with ``send_offsets_to_transaction`` and commits the transaction, or
+aborts it by a seeded coin (1 in 8) and rewinds to the batch's first offsets. When a
+transaction fails, both clients are rebuilt: the new producer (same transactional id) fences
+the old one and settles its open transaction, then the new consumer resumes at the group's
+committed positions. Each incarnation (after an abort or a rebuild) polls as a new process
+(5, 105, 205, ...): a rewind starts a new reader, it is not a nonmonotonic poll of the old
+one. Every poll of the pipeline carries its transaction (polls ``txn``), the write-read
+edges of the cycle checker.
 
 The group members and the observer of ``txn`` read every topic, copies included; production
 ends once the pipeline has copied every committed input record (or a bounded wait passed:
@@ -32,7 +34,14 @@ from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
 from . import txn
-from .txn import Consumer, after_failure, bounded, end_transaction, record_transaction
+from .txn import (
+    Consumer,
+    after_failure,
+    bounded,
+    end_transaction,
+    record_transaction,
+    settle_sends,
+)
 from .workload import REQUEST_TIMEOUT_MS, ProduceStats, record_id, record_value
 
 HISTORY_VERSION = 2
@@ -203,6 +212,8 @@ class Pipeline:
                 sent.append((cid, self.output, r.partition, now_ns(), producer.send(
                     self.output, value=record_value(cid, self.case.message_bytes),
                     partition=r.partition)))
+            # kafka-python would commit a transaction whose copy failed (settle_sends)
+            settle_sends([future for *_, future in sent])
             committing = {tp: OffsetAndMetadata(o, "", -1) for tp, o in positions.items()}
             group = consumer.group_metadata()
             bounded(lambda: producer.send_offsets_to_transaction(committing, group),
