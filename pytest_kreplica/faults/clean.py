@@ -5,7 +5,7 @@ from __future__ import annotations
 from operator import methodcaller
 from typing import TYPE_CHECKING
 
-from .failure import GONE_AT_ELECTION, Failure, restart_node
+from .failure import GONE_AT_ELECTION, STOPS, Failure, restart_node
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -20,4 +20,4 @@ FAILURE = Failure(
     colour="#ff7f0e", label="terminate (SIGTERM)", backends=None, moves_leadership=True,
     leader_gone=GONE_AT_ELECTION, random=True, strike=strike, restore=restart_node,
     strike_component=methodcaller("terminate"), restore_component=methodcaller("start"),
-    struck_state="stopped")
+    struck_state="stopped", availability=STOPS)

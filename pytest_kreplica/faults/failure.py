@@ -26,6 +26,32 @@ SUITE_OWNED = ("process", "docker")
 
 
 @dataclass(frozen=True)
+class Allowance:
+    """What one fault may cost availability: the longest stretch with neither an
+    acknowledgement nor a poll progressing that overlaps its window (strike to every replica
+    back in sync) may last this long. On top of it the validation adds the cluster's
+    follower lag bound (an acks=all leader waits that long for a dead follower to leave the
+    ISR) and, for a case that cannot write without the victim (replication factor 1, or
+    acks=all with min ISR above the replicas left), the whole window. Generous on purpose:
+    a false red is the worst thing this check could do."""
+
+    follower_s: float = 30.0  # the victim led no partition of the case
+    leader_s: float = 60.0  # it led one (or what it led is not known): election + retries
+    # plus the fault's own length (strike to restore): the victim keeps its role while it
+    # is paused, cut off or degraded, so clients wait for it
+    downtime: bool = True
+
+    def allowed_s(self, led: bool, downtime_s: float | None) -> float:
+        base = self.leader_s if led else self.follower_s
+        return base + ((downtime_s or 0.0) if self.downtime else 0.0)
+
+
+# a node that stops at once (SIGKILL, SIGTERM): a follower costs little beyond the lag
+# bound, a leader one election and the client's retry, whatever its downtime
+STOPS = Allowance(follower_s=10.0, leader_s=40.0, downtime=False)
+
+
+@dataclass(frozen=True)
 class Failure:
     """One value of the matrix's ``failure`` dimension."""
 
@@ -62,6 +88,9 @@ class Failure:
     # a strike that left the victim running did not act, and the fault is a harness error.
     # None: the strike measures its own effect (links, clock, disk, moves) and raises.
     struck_state: str | None = None
+    # what a fault of this type may cost availability (``validation.availability``); a
+    # matrix's ``max_unavailable_s`` overrides it
+    availability: Allowance = Allowance()
 
     def runs_on(self, backend: str) -> bool:
         return self.backends is None or backend in self.backends

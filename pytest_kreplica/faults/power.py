@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from . import moves
-from .failure import GONE_AT_STRIKE, SUITE_OWNED, Failure
+from .failure import GONE_AT_STRIKE, SUITE_OWNED, Allowance, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -124,6 +124,8 @@ def restore_all(cluster: Cluster, node: int, timeout: float) -> str:
     return f"nodes {stopped} restarted together after the power loss (log recovery)"
 
 
+# no replica left to write to: the downtime, then log recovery of every restarted node
+WHOLE_OUTAGE = Allowance(follower_s=120.0, leader_s=120.0, downtime=True)
 # the FAILURES registry's entries (faults/registry.py, one line each)
 POWER_LOSS = Failure(
     name="power_loss", doc="power cut: SIGKILL and the node's un-fsynced writes dropped, then "
@@ -138,7 +140,8 @@ POWER_LOSS_ALL = Failure(
     "un-fsynced writes dropped, then all restarted", event="power_loss_all",
     restore_event="start", colour="#0b6e79", label="power loss of every node",
     backends=BACKENDS, moves_leadership=False, leader_gone=GONE_AT_STRIKE, random=False,
-    strike=strike_all, restore=restore_all, segments_cut=segments_cut, struck_state="stopped")
+    strike=strike_all, restore=restore_all, segments_cut=segments_cut, struck_state="stopped",
+    availability=WHOLE_OUTAGE)
 # every replica of the victim's partitions, the other nodes spared (a cluster larger than the
 # replica set): the partition has no leader until the restore, the rest of the cluster runs
 POWER_LOSS_REPLICAS = Failure(
@@ -147,4 +150,4 @@ POWER_LOSS_REPLICAS = Failure(
     event="power_loss_replicas", restore_event="start", colour="#843c39",
     label="power loss of every replica", backends=BACKENDS, moves_leadership=False,
     leader_gone=GONE_AT_STRIKE, random=False, strike=strike_replicas, restore=restore_all,
-    segments_cut=segments_cut, struck_state="stopped")
+    segments_cut=segments_cut, struck_state="stopped", availability=WHOLE_OUTAGE)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from operator import methodcaller
 from typing import TYPE_CHECKING
 
-from .failure import GONE_AT_RECOVERY, Failure
+from .failure import GONE_AT_RECOVERY, Allowance, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -25,4 +25,7 @@ FAILURE = Failure(
     colour="#9467bd", label="pause (SIGSTOP)", backends=None, moves_leadership=False,
     leader_gone=GONE_AT_RECOVERY, random=True, strike=strike, restore=restore,
     strike_component=methodcaller("pause"), restore_component=methodcaller("resume"),
-    struck_state="paused")
+    struck_state="paused",
+    # a paused leader keeps leading while paused shorter than the broker session, then
+    # is replaced: its pause, plus the session timeout and the client's retry
+    availability=Allowance(follower_s=10.0, leader_s=40.0, downtime=True))

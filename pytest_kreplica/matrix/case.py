@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         unclean_leader_election: bool
         semantics: str
         seed: int
+        max_unavailable_s: float | None
         markers: tuple[str, ...]
         source: str = dataclasses.field(default="", compare=False)
 else:

@@ -99,6 +99,14 @@ def _kafka_version(value: Any) -> str | None:
     raise InvalidValue("default | a version x.y.z such as 3.9.2 or 4.3.1")
 
 
+def _bound_seconds(value: Any) -> float | None:
+    if value is None or value == "default":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise InvalidValue("default | a number of seconds > 0")
+    return float(value)
+
+
 def _seed(value: Any) -> int | None:
     if value is None or value == "auto":
         return None
@@ -263,6 +271,11 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               type="str"),
     Dimension("seed", _seed, None, lambda v: "seedauto" if v is None else f"seed{v}",
               doc="seed of the fault schedule (default: derived from the case id)"),
+    Dimension("max_unavailable_s", _bound_seconds, None,
+              lambda v: "unavaildefault" if v is None else f"unavail{v:g}s",
+              doc="the longest stretch allowed with neither an acknowledgement nor a poll "
+                  "progressing (default: each failure type's allowance; a case without "
+                  "faults is then not judged)", type="float | None"),
 ]}
 
 FAULT_ONLY = ("target", "failures", "downtime", "fault_timing")  # meaningless without faults

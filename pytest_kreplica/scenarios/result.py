@@ -42,7 +42,8 @@ class CaseResult:
                                   replicas=self.replica.as_dict(),
                                   checks=self.extra.get("checks"),
                                   hook_errors=self.hook_errors,
-                                  tradeoff=self.extra.get("tradeoff"), problems=self.problems)
+                                  tradeoff=self.extra.get("tradeoff"), problems=self.problems,
+                                  availability=self.extra.get("availability"))
 
     @property
     def hook_errors(self) -> list[str]:
@@ -98,6 +99,8 @@ class CaseResult:
             if tradeoff:
                 lines.append(f"  trade-off refused: {tradeoff.get('reason')}")
         lines.extend(f"coverage: {p}" for p in self.problems)
+        lines.extend(f"availability: {r}"
+                     for r in (self.extra.get("availability") or {}).get("failures") or [])
         if not self.replica.valid:
             lines.extend(self.replica.failure_lines(self.run_dir))
         for check in self.failed_checks:

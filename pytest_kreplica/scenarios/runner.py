@@ -274,6 +274,8 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         extra["tradeoff"] = judged["tradeoff"]
     if judged["problems"]:
         extra["problems"] = judged["problems"]
+    if judged["availability"] is not None:
+        extra["availability"] = judged["availability"]
     meta.update(end_time=time.time(), phases=dict(phases))
     write_run_json(run_dir, meta)
     for step in hooks.before_verdict:

@@ -1,9 +1,10 @@
 """A case's one verdict: whether it passed, and why not (or why a loss was accepted).
 
 ``decide`` is the only place the parts are combined - the checker's history verdict, the
-loss trade-off, the replica-log verdict, the scenario checks, hook errors and what a case
-must have checked (``coverage_problems``). ``scenario.run_case`` / ``CaseResult`` and
-``kreplica check`` both call it, so a saved run re-checked by hand gets the test's answer.
+loss trade-off, the replica-log verdict, availability (``availability.measure``), the
+scenario checks, hook errors and what a case must have checked (``coverage_problems``).
+``scenario.run_case`` / ``CaseResult`` and ``kreplica check`` both call it, so a saved run
+re-checked by hand gets the test's answer.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from ..errors import HistoryError
 from ..history import read_run_json
 from ..rundir import REPLICAS_JSON, VERDICT_JSON
+from .availability import measure
 from .checker import check
 from .checker.verdict import invalidating
 from .replicas.verify import verify_logs
@@ -73,10 +75,11 @@ def coverage_problems(run_dir: str | Path, counts: dict[str, int],
 
 def decide(*, history: dict[str, Any] | None, replicas: dict[str, Any] | None = None,
            checks: list[dict[str, Any]] | None = None, hook_errors: list[str] | None = None,
-           tradeoff: dict[str, Any] | None = None, problems: list[str] | None = None
-           ) -> dict[str, Any]:
+           tradeoff: dict[str, Any] | None = None, problems: list[str] | None = None,
+           availability: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{"passed": bool, "reason": str}``; ``reason`` names every part that failed, or
-    the accepted trade-off, or says every part passed."""
+    the accepted trade-off, or says every part passed. An availability failure is its own
+    part ("availability: ..."), whatever the history's verdict."""
     failed: list[str] = []
     if history is None:
         failed.append("the history was not checked")
@@ -98,6 +101,7 @@ def decide(*, history: dict[str, Any] | None, replicas: dict[str, Any] | None = 
                           if k in ("corrupt_batches", "missing_batches", "divergent_batches",
                                    "uncovered_replicas") and v)
         failed.append(f"replica logs invalid: {shown or 'closed segments differ'}")
+    failed.extend(f"availability: {r}" for r in (availability or {}).get("failures") or [])
     failed.extend(f"check failed: {c.get('name')}: {c.get('detail')}"
                   for c in checks or [] if not c.get("ok"))
     failed.extend(f"hook failed: {e}" for e in hook_errors or [])
@@ -113,17 +117,21 @@ def judge_case(run_dir: str | Path, history: Any, *, meta: dict[str, Any] | None
                replicas: dict[str, Any] | None, checks: list[dict[str, Any]] | None,
                hook_errors: list[str] | None, faults: list[dict[str, Any]] | None
                ) -> dict[str, Any]:
-    """Trade-off and coverage of a checked run, then ``decide``: ``{"passed", "reason",
-    "tradeoff", "problems"}``. ``history`` is the checker's ``Verdict``."""
+    """Trade-off, coverage and availability of a checked run, then ``decide``:
+    ``{"passed", "reason", "tradeoff", "problems", "availability"}``. ``history`` is the
+    checker's ``Verdict``. Availability is measured when something was sent."""
     counts = dict(history.counts)
     tradeoff = None
     if not history.valid and not (meta or {}).get("mirror"):  # no trade-off across clusters
         tradeoff = judge(history.semantics, counts, run_dir, faults,
                          (meta or {}).get("params"))
     problems = coverage_problems(run_dir, counts, meta, history.semantics)
+    availability = (measure(run_dir, faults, (meta or {}).get("params"))
+                    if counts.get("sent") else None)
     out = decide(history=history.to_dict(), replicas=replicas, checks=checks,
-                 hook_errors=hook_errors, tradeoff=tradeoff, problems=problems)
-    return {**out, "tradeoff": tradeoff, "problems": problems}
+                 hook_errors=hook_errors, tradeoff=tradeoff, problems=problems,
+                 availability=availability)
+    return {**out, "tradeoff": tradeoff, "problems": problems, "availability": availability}
 
 
 def recheck(run_dir: str | Path, semantics: str | None = None,
