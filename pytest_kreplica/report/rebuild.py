@@ -54,7 +54,7 @@ def rebuild(run_dir: Path, semantics: str | None = None,
               if not k.startswith("fault ")}  # build_verdict adds them again from faults
     known = {"format", "case", "passed", "semantics", "valid", "counts", "examples",
              "election_s", "election_max_s", "phases", "report_error", "rebuilt",
-             "reason", "tradeoff", "problems", *_KEPT}
+             "reason", "tradeoff", "problems", "availability", *_KEPT}
     extra = {k: v for k, v in previous.items() if k not in known}
     extra["rebuilt"] = {"by": "kreplica report", "time": time.time()}
     # the case's one verdict (outcome.judge_case, as run_case and kreplica check reach it)
@@ -62,7 +62,8 @@ def rebuild(run_dir: Path, semantics: str | None = None,
                         checks=kept["checks"], hook_errors=previous.get("hook_errors"),
                         faults=kept["faults"])
     extra.update(passed=judged["passed"], reason=judged["reason"])
-    extra.update({k: judged[k] for k in ("tradeoff", "problems") if judged[k]})
+    extra.update({k: judged[k] for k in ("tradeoff", "problems", "availability")
+                  if judged[k]})
     doc = build_verdict(
         case_id=previous.get("case") or meta.get("case") or meta.get("case_id") or run_dir.name,
         parameters=kept["parameters"] or meta.get("parameters") or {},

@@ -41,6 +41,8 @@ def run_check(args) -> int:
             doc["tradeoff"] = outcome["tradeoff"]
         if outcome["problems"]:
             doc["problems"] = outcome["problems"]
+        if outcome.get("availability") is not None:  # a server of an older version has none
+            doc["availability"] = outcome["availability"]
         print(json.dumps(doc, sort_keys=False, default=str))
     else:
         print(verdict.summary(args.run_dir))
