@@ -40,8 +40,9 @@ def test_invalid_run_exits_1_with_the_json_shape():
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
     assert set(doc) == {"valid", "semantics", "counts", "examples", "passed", "reason",
-                        "tradeoff"}
+                        "tradeoff", "availability"}
     assert doc["passed"] is False and doc["reason"].startswith("history invalid")
+    assert doc["availability"]["judged"] is False  # no fault, no max_unavailable_s
     assert doc["valid"] is False and doc["semantics"] == "at-least-once"
     assert doc["counts"]["lost"] == 2 and doc["counts"]["indeterminate"] == 1
     assert [e["id"] for e in doc["examples"]["lost"]] == ["m6", "m7"]
