@@ -41,6 +41,7 @@ def render_report(run_dir: str | Path) -> str:
         *sections.head(data, verdict, run_dir),
         *sections.tradeoff(verdict),
         *sections.checks(verdict),
+        *sections.availability(verdict),
         *sections.counts(data, verdict),
         *sections.timeline(data, verdict),
         *sections.offending(data),

@@ -102,6 +102,36 @@ def checks(verdict: dict[str, Any]) -> list[str]:
                     "detail": c.get("detail")} for c in found])]
 
 
+def availability(verdict: dict[str, Any]) -> list[str]:
+    """verdict.json's ``availability``: each fault's longest stretch without progress
+    against its bound, and the acknowledgements before, during and after each window."""
+    found = verdict.get("availability")
+    if not found:
+        return []
+    judged = "judged" if found.get("judged") else "not judged (no fault, no max_unavailable_s)"
+    parts = ["<h2>Availability</h2>",
+             f"<p class='muted'>Longest stretch with neither an acknowledgement nor a poll "
+             f"progressing: {escape(found.get('unavailable_s'))} s from "
+             f"{escape(found.get('unavailable_from_s'))} s; {judged} (docs: failures.md, "
+             f"\"Availability\").</p>"]
+    parts.extend(f"<p class='bad'>{escape(r)}</p>" for r in found.get("failures") or [])
+    if found.get("faults"):
+        parts.append(table([{"fault": f"#{f.get('fault')} {f.get('failure')}",
+                             "longest stretch (s)": f.get("unavailable_s"),
+                             "from (s)": f.get("from_s"), "allowed (s)": f.get("allowed_s"),
+                             "result": "ok" if f.get("passed") else "OVER"}
+                            for f in found["faults"]]))
+    parts.append(table([{"phase": s.get("phase") + (f" #{s['fault']}" if s.get("fault")
+                                                    else ""),
+                         "from (s)": s.get("from_s"), "to (s)": s.get("to_s"),
+                         "acks": s.get("acks"), "acks/s": s.get("ack_rate"),
+                         "latency p50 (ms)": s.get("latency_p50_ms"),
+                         "p99 (ms)": s.get("latency_p99_ms"), "max (ms)": s.get("latency_max_ms"),
+                         "longest stretch (s)": s.get("unavailable_s")}
+                        for s in found.get("segments") or []]))
+    return parts
+
+
 def counts(data: Any, verdict: dict[str, Any]) -> list[str]:
     """What was sent and read, every anomaly counted, the replica logs' verdict; then the
     clusters of a mirrored case."""

@@ -149,3 +149,15 @@ def test_a_bad_max_unavailable_s_is_one_line_naming_file_key_and_allowed(tmp_pat
     path.write_text("dimensions:\n  failure: [hard]\n  max_unavailable_s: [12]\n")
     [case] = load_matrix(path).cases
     assert case.max_unavailable_s == 12.0
+
+
+def test_the_report_shows_each_fault_against_its_bound_and_the_segments(tmp_path):
+    from pytest_kreplica.report.sections import availability
+
+    run = write_history(tmp_path, gap=(12.35, 42.25))
+    figures = measure(run, follower_kill(), PARAMS)
+    html = "".join(availability({"availability": figures}))
+    assert "<h2>Availability</h2>" in html and "OVER" in html
+    assert "during fault #1: hard failure of follower node 2; allowed 20 s" in html
+    assert html.count("<tr>") == 1 + 1 + 1 + 3  # two headers, one fault, three segments
+    assert availability({}) == []
