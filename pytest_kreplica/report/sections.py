@@ -112,7 +112,7 @@ def availability(verdict: dict[str, Any]) -> list[str]:
     parts = ["<h2>Availability</h2>",
              f"<p class='muted'>Longest stretch with neither an acknowledgement nor a poll "
              f"progressing: {escape(found.get('unavailable_s'))} s from "
-             f"{escape(found.get('unavailable_from_s'))} s; {judged} (docs: failures.md, "
+             f"{escape(found.get('stretch_from_s'))} s; {judged} (docs: failures.md, "
              f"\"Availability\").</p>"]
     parts.extend(f"<p class='bad'>{escape(r)}</p>" for r in found.get("failures") or [])
     if found.get("faults"):

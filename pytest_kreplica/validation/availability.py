@@ -108,7 +108,7 @@ def _segment(data: dict[str, Any], phase: str, fault: int | None, lo: int | None
         "to_s": round((hi_ns - t0) / 1e9, 3), "acks": int(inside.sum()),
         "ack_rate": round(int(inside.sum()) / length_s, 3) if length_s > 0 else None,
         "unavailable_s": round(gap, 3),
-        "unavailable_from_s": None if since is None else round((since - t0) / 1e9, 3)}
+        "stretch_from_s": None if since is None else round((since - t0) / 1e9, 3)}
     has = len(lat_ms) > 0
     for name, q in (("p50", 50), ("p99", 99)):
         out[f"latency_{name}_ms"] = round(float(np.percentile(lat_ms, q)), 3) if has else None
@@ -193,6 +193,6 @@ def measure(run_dir: str | Path, faults: list[dict[str, Any]] | None,
         failures.append(f"{_stretch(gap, since, t0)}; allowed {float(override):g} s "
                         f"(max_unavailable_s)")
     return {"unavailable_s": round(gap, 3),
-            "unavailable_from_s": None if since is None else round((since - t0) / 1e9, 3),
+            "stretch_from_s": None if since is None else round((since - t0) / 1e9, 3),
             "judged": bool(judged) or override is not None, "bound_s": override,
             "faults": judged, "segments": segments(data, windows), "failures": failures}

@@ -161,3 +161,10 @@ def test_the_report_shows_each_fault_against_its_bound_and_the_segments(tmp_path
     assert "during fault #1: hard failure of follower node 2; allowed 20 s" in html
     assert html.count("<tr>") == 1 + 1 + 1 + 3  # two headers, one fault, three segments
     assert availability({}) == []
+
+
+def test_the_results_store_reads_the_longest_stretch_not_where_it_starts(tmp_path):
+    run = write_history(tmp_path, gap=(40.05, 42.0))  # a short stretch, late in the run
+    figures = measure(run, follower_kill(), PARAMS)
+    assert figures["stretch_from_s"] == pytest.approx(40.0, abs=0.01)
+    assert unavailability({"availability": figures}) == pytest.approx(2.0, abs=0.01)
