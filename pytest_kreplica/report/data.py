@@ -102,6 +102,8 @@ class RunData:
     offending: list[dict[str, Any]] = field(default_factory=list)  # never-consumed acked ids
     offending_total: int = 0
     mirror: MirrorData | None = None
+    # per acknowledged send, by acknowledgement time (s): its latency, invoke to ack (ms)
+    ack_latency: Series = field(default_factory=lambda: Series(np.zeros(0), np.zeros(0)))
 
     @property
     def mirrored(self) -> bool:
@@ -143,6 +145,9 @@ def load(run_dir: str | Path, grid_points: int = 1500) -> RunData:
     unseen = (np.searchsorted(np.sort(ack_ns), grid_ns, side="right")
               - np.searchsorted(np.sort(seen_ns), grid_ns, side="right"))
     acked_rate = _rate(ack_ns, grid, t0)
+    latency_ms = (ack_ns - _np(acked["invoke_ns"].fill_null(t0)).astype(np.int64)) / 1e6
+    by_ack = np.argsort(ack_ns, kind="stable")
+    ack_latency = Series((ack_ns[by_ack] - t0) / 1e9, np.maximum(latency_ms[by_ack], 0.0))
 
     topics = (run.get("mirror") or {}).get("topics") if isinstance(run.get("mirror"),
                                                                     dict) else None
@@ -162,7 +167,8 @@ def load(run_dir: str | Path, grid_points: int = 1500) -> RunData:
     }
     event_rows = sorted(events.to_pylist(), key=lambda e: e.get("time_ns") or 0)
     return RunData(run_dir, run, t0, end_s, counts, Series(grid, unseen),
-                   Series(grid, lag), acked_rate, event_rows, offending, total, mirror)
+                   Series(grid, lag), acked_rate, event_rows, offending, total, mirror,
+                   ack_latency)
 
 
 def _cumulative(times_ns: np.ndarray, grid_ns: np.ndarray) -> np.ndarray:

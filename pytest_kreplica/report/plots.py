@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
@@ -187,6 +188,22 @@ def _rate_panel(ax, data: RunData) -> None:
     ax.set_xlabel("seconds since the run began")
 
 
+def _latency_panel(ax, data: RunData) -> None:
+    """Each acknowledgement's latency (invoke to ack) at its time: a fault's cost to the
+    client, beside the stretches the availability verdict judges."""
+    lat = data.ack_latency
+    if len(lat.values):
+        ax.plot(lat.t, lat.values, ls="", marker=".", ms=2, color="#9467bd")
+        for q, style in ((0.5, "-"), (0.99, "--")):
+            value = float(np.quantile(lat.values, q))
+            ax.axhline(value, color="#555", lw=0.8, ls=style,
+                       label=f"p{int(q * 100)} {value:.0f} ms")
+        ax.legend(loc="upper left", fontsize=8, frameon=False)
+    ax.set_ylabel("ack latency\n(ms)")
+    ax.set_title("Acknowledgement latency: send invoked to acknowledged, by acknowledgement "
+                 "time")
+
+
 def _finish_axes(axes, data: RunData, spans) -> None:
     """Faults shaded, a grid, the run's whole time range, counts from zero."""
     for ax in axes:
@@ -201,15 +218,17 @@ def series_svg(data: RunData) -> str:
     if data.mirrored:
         return mirror_series_svg(data)
     spans = fault_spans(data)
-    fig, (top, mid, low) = plt.subplots(3, 1, figsize=(WIDTH_IN, 7.2), sharex=True,
-                                        gridspec_kw={"height_ratios": [3, 2, 1.4]})
+    fig, (top, mid, late, low) = plt.subplots(
+        4, 1, figsize=(WIDTH_IN, 9.0), sharex=True,
+        gridspec_kw={"height_ratios": [3, 2, 2, 1.4]})
     _unseen_panel(top, data, "Acknowledged but not yet consumed (unseen)")
     mid.step(data.lag.t, data.lag.values, where="post", color="#ff7f0e", lw=1.4)
     mid.set_ylabel("consumer lag\n(offsets)")
     mid.set_title("Consumer lag: highest acknowledged minus highest polled offset")
+    _latency_panel(late, data)
     _rate_panel(low, data)
-    _finish_axes((top, mid, low), data, spans)
-    fig.subplots_adjust(left=LEFT, right=RIGHT, top=0.95, bottom=0.08, hspace=0.35)
+    _finish_axes((top, mid, late, low), data, spans)
+    fig.subplots_adjust(left=LEFT, right=RIGHT, top=0.96, bottom=0.06, hspace=0.4)
     return _svg(fig)
 
 

@@ -54,6 +54,10 @@ def test_data_counts_and_series(run_dir):
     assert peak > 500
     assert data.unseen.values[-1] == len(LOST) + len(UNSEEN)
     assert data.lag.values.max() > 500 and data.lag.values[-1] <= 1
+    # every acknowledgement planted 2 ms after its send, in acknowledgement order
+    assert len(data.ack_latency.t) == 4000
+    assert (data.ack_latency.values == 2.0).all()
+    assert (data.ack_latency.t[1:] >= data.ack_latency.t[:-1]).all()
 
 
 def test_verdict_json_carries_phases_faults_elections_and_seed(run_dir):
@@ -77,10 +81,11 @@ def test_verdict_fails_when_any_part_fails():
 
 def test_report_html_is_self_contained_with_plots_and_offending_ids(run_dir):
     page = (run_dir / "report.html").read_text()
-    assert page.count("<svg") == 2  # the timeline, and unseen + lag + ack rate
+    assert page.count("<svg") == 2  # the timeline, and unseen + lag + ack latency + ack rate
     assert "Faults and leader changes" in page
     assert "Acknowledged but not yet consumed (unseen)" in page
     assert "Consumer lag" in page
+    assert "Acknowledgement latency" in page and "p99 2 ms" in page
     for mid in LOST + UNSEEN:
         assert f"<td>{mid}</td>" in page
     assert "6 acknowledged message(s) were never consumed (5 lost" in page
