@@ -48,15 +48,22 @@ def case_for(client: str, mode: str, messages: int, acks: str):
                         {"scenario": "replication", "dimensions": dims}).cases[0]
 
 
+def fresh_topic(cluster, prefix: str) -> str:
+    """A new topic of the benchmark's shape: 3 partitions, rf 3, min ISR 2."""
+    from pytest_kreplica.cluster.base import TopicSpec
+
+    topic = f"{prefix}-{time.time_ns() % 10**10}"
+    cluster.create_topics([TopicSpec(topic, 3, 3, {"min.insync.replicas": "2"})])
+    return topic
+
+
 def client_rate(cluster, case, workdir: Path) -> tuple[float, int]:
     """One client run: (acknowledged records per second, acknowledged records)."""
-    from pytest_kreplica.cluster.base import TopicSpec
     from pytest_kreplica.history import RunWriter
     from pytest_kreplica.scenarios import client_module
     from pytest_kreplica.scenarios.sends import ProduceStats
 
-    topic = f"bench-{time.time_ns() % 10**10}"
-    cluster.create_topics([TopicSpec(topic, 3, 3, {"min.insync.replicas": "2"})])
+    topic = fresh_topic(cluster, "bench")
     module = client_module(case.client)
     workdir.mkdir(parents=True)
     with RunWriter(workdir) as writer:
@@ -70,10 +77,8 @@ def client_rate(cluster, case, workdir: Path) -> tuple[float, int]:
 def perf_rate(cluster, version: str | None, acks: str, messages: int) -> float:
     """ProducerPerformance's records/s on a fresh topic of the same shape."""
     from pytest_kreplica.cluster import distribution
-    from pytest_kreplica.cluster.base import TopicSpec
 
-    topic = f"bench-perf-{time.time_ns() % 10**10}"
-    cluster.create_topics([TopicSpec(topic, 3, 3, {"min.insync.replicas": "2"})])
+    topic = fresh_topic(cluster, "bench-perf")
     dist = distribution.resolve(version, ("broker", "tools"))
     cmd = dist.command(PERF_CLASS, "--topic", topic, "--num-records", str(messages),
                        "--record-size", str(RECORD_BYTES), "--throughput", "-1",
@@ -90,15 +95,16 @@ def perf_rate(cluster, version: str | None, acks: str, messages: int) -> float:
 
 
 def measure(clients: list[str], rounds: int, messages: int, acks: str
-            ) -> dict[str, list[float]]:
-    """Per label (client/mode, and the baseline): its rate in each round; per client
-    label also its ratio to the round's baseline (label + ' ratio')."""
+            ) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
+    """The baseline's rate in each round, and per client/mode label its (rate, ratio to
+    that round's baseline) in each round."""
     from pytest_kreplica.cluster import create_cluster
     from pytest_kreplica.cluster.base import ClusterSpec
 
     cases = {f"{c}/{m}": case_for(c, m, messages, acks) for c in clients for m in MODES
              if not (c == "java" and m == "sync")}
-    figures: dict[str, list[float]] = {}
+    baseline: list[float] = []
+    figures: dict[str, list[tuple[float, float]]] = {label: [] for label in cases}
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
         root = Path(tmp)
         cluster = create_cluster(ClusterSpec(brokers=3), root / "cluster")
@@ -107,18 +113,17 @@ def measure(clients: list[str], rounds: int, messages: int, acks: str
             version = next(iter(cases.values())).kafka_version
             for r in range(rounds):
                 base = perf_rate(cluster, version, acks, messages)
-                figures.setdefault("ProducerPerformance", []).append(base)
+                baseline.append(base)
                 print(f"round {r + 1}: ProducerPerformance {base:,.0f} records/s", flush=True)
                 for label, case in cases.items():
                     workdir = root / f"r{r}-{label.replace('/', '-')}"
                     rate, acked = client_rate(cluster, case, workdir)
-                    figures.setdefault(label, []).append(rate)
-                    figures.setdefault(f"{label} ratio", []).append(rate / base)
+                    figures[label].append((rate, rate / base))
                     print(f"round {r + 1}: {label} {rate:,.0f} acked/s ({acked} acknowledged),"
                           f" {rate / base:.3f} of ProducerPerformance", flush=True)
         finally:
             cluster.close()
-    return figures
+    return baseline, figures
 
 
 def main() -> None:
@@ -128,15 +133,14 @@ def main() -> None:
     parser.add_argument("--acks", choices=("0", "1", "all"), default="all")
     parser.add_argument("--clients", nargs="+", choices=CLIENTS, default=list(CLIENTS))
     args = parser.parse_args()
-    figures = measure(args.clients, args.rounds, args.messages, args.acks)
+    baseline, figures = measure(args.clients, args.rounds, args.messages, args.acks)
     load = os.getloadavg()[0]
     print(f"medians of {args.rounds} round(s), {args.messages} records of {RECORD_BYTES} B, "
           f"acks={args.acks}, {os.cpu_count()} cores, load {load:.1f}:")
-    base = statistics.median(figures.pop("ProducerPerformance"))
-    print(f"  ProducerPerformance: {base:,.0f} records/s (baseline)")
-    for label in [k for k in figures if not k.endswith(" ratio")]:
-        print(f"  {label}: {statistics.median(figures[label]):,.0f} acked/s, ratio "
-              f"{statistics.median(figures[label + ' ratio']):.3f}")
+    print(f"  ProducerPerformance: {statistics.median(baseline):,.0f} records/s (baseline)")
+    for label, rounds in figures.items():
+        print(f"  {label}: {statistics.median(r for r, _ in rounds):,.0f} acked/s, ratio "
+              f"{statistics.median(q for _, q in rounds):.3f}")
 
 
 if __name__ == "__main__":

@@ -188,17 +188,22 @@ def _rate_panel(ax, data: RunData) -> None:
     ax.set_xlabel("seconds since the run began")
 
 
+def _quantile_lines(ax, values: Any, unit: str) -> None:
+    """The p50 (solid) and p99 (dashed) of ``values`` as lines, labelled in ``unit``."""
+    for q, style in ((0.5, "-"), (0.99, "--")):
+        value = float(np.quantile(values, q))
+        ax.axhline(value, color="#555", lw=0.8, ls=style,
+                   label=f"p{int(q * 100)} {unit.format(value)}")
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+
+
 def _latency_panel(ax, data: RunData) -> None:
     """Each acknowledgement's latency (invoke to ack) at its time: a fault's cost to the
     client, beside the stretches the availability verdict judges."""
     lat = data.ack_latency
     if len(lat.values):
         ax.plot(lat.t, lat.values, ls="", marker=".", ms=2, color="#9467bd")
-        for q, style in ((0.5, "-"), (0.99, "--")):
-            value = float(np.quantile(lat.values, q))
-            ax.axhline(value, color="#555", lw=0.8, ls=style,
-                       label=f"p{int(q * 100)} {value:.0f} ms")
-        ax.legend(loc="upper left", fontsize=8, frameon=False)
+        _quantile_lines(ax, lat.values, "{:.0f} ms")
     ax.set_ylabel("ack latency\n(ms)")
     ax.set_title("Acknowledgement latency: send invoked to acknowledged, by acknowledgement "
                  "time")
@@ -253,10 +258,7 @@ def mirror_series_svg(data: RunData) -> str:
                   "Acknowledged on the source, not yet polled on the target (unseen)")
     if len(m.lag_s):
         mid.plot(m.lag_at_s, m.lag_s, ls="", marker=".", ms=2, color="#ff7f0e")
-        for q, style in ((0.5, "-"), (0.99, "--")):
-            mid.axhline(m.lag_quantile(q), color="#555", lw=0.8, ls=style,
-                        label=f"p{int(q * 100)} {m.lag_quantile(q):.3f} s")
-        mid.legend(loc="upper left", fontsize=8, frameon=False)
+        _quantile_lines(mid, m.lag_s, "{:.3f} s")
     mid.set_ylabel("mirror lag (s)")
     mid.set_title("Mirror lag: acknowledged on the source to first polled on the target, "
                   "by acknowledgement time")

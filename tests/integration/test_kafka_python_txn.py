@@ -76,8 +76,8 @@ def test_a_transaction_with_a_failed_send_is_not_committed(cluster):
         _, coordinator_p = coordinator_partition(cluster, "txn_coordinator", TXN_ID)
         spared = {cluster.leader("__transaction_state", coordinator_p),
                   cluster.leader(HEALTHY, 0)}
-        partition, victim = next((p, cluster.leader(STALLED, p)) for p in range(3)
-                                 if cluster.leader(STALLED, p) not in spared)
+        leaders = {p: cluster.leader(STALLED, p) for p in range(3)}
+        partition, victim = next((p, n) for p, n in leaders.items() if n not in spared)
         producer.begin_transaction()
         producer.send(HEALTHY, b"kept", partition=0).get(timeout=30)
         # the stalled partition joins the transaction while its replica still answers
