@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,7 @@ class LogEnv:
     program: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     examples: int = 0
     steps: int = 0
+    rules: Counter[str] = field(default_factory=Counter)  # steps per rule, over all examples
 
     def new_topic(self) -> str:
         self.examples += 1
@@ -68,6 +70,7 @@ class LogEnv:
     def record(self, name: str, kwargs: dict[str, Any]) -> None:
         self.program.append((name, dict(kwargs)))
         self.steps += 1
+        self.rules[name] += 1
 
 
 def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,5 +1,10 @@
-"""Each fault type on each role, on real containers: the fault shows in the container's
-state and in the cluster's own view of roles, and the cluster heals afterwards."""
+"""Each fault type and each role, on real containers: the fault shows in the container's
+state and in the cluster's own view of roles, and the cluster heals afterwards.
+
+Each fault runs once and each role is struck once (not the 3 x 3 product): a strike is the
+same container call whatever role the node has, and what a role's failure does to the
+cluster is Kafka's own behaviour, which the process backend's leader, follower and
+controller matrices cover case by case."""
 
 from __future__ import annotations
 
@@ -7,8 +12,6 @@ import pytest
 from tenacity import retry, stop_after_delay, wait_fixed
 
 from pytest_kreplica.cluster import NodeState
-
-ROLES = ["leader", "follower", "controller"]
 
 
 def target_of(cluster, topic: str, role: str) -> int:
@@ -38,8 +41,8 @@ def wait_role_moved(cluster, topic: str, role: str, node: int) -> None:
     moved()
 
 
-@pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("fault", ["terminate", "kill", "pause"])
+@pytest.mark.parametrize(("fault", "role"), [("kill", "leader"), ("pause", "follower"),
+                                             ("terminate", "controller")])
 def test_fault_then_recovery(healthy, topic, fault, role):
     cluster = healthy
     node = target_of(cluster, topic, role)
@@ -69,10 +72,9 @@ def test_fault_then_recovery(healthy, topic, fault, role):
     cluster.wait_registered(node, 30)
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_restart(healthy, topic, role):
+def test_restart_of_the_leader(healthy, topic):
     cluster = healthy
-    node = target_of(cluster, topic, role)
+    node = target_of(cluster, topic, "leader")
     container = cluster._container(node)
     container.reload()
     started = container.attrs["State"]["StartedAt"]
