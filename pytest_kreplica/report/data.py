@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from ..errors import HistoryError
 from ..rundir import RUN_JSON
-from ..validation.checker.arrow import read_arrow
+from ..validation.checker.arrow import read_arrow, time_origin_ns
 
 SCHEMAS = {
     "sends": pa.schema([("process", pa.int64()), ("topic", pa.string()),
@@ -125,12 +125,10 @@ def load(run_dir: str | Path, grid_points: int = 1500) -> RunData:
             raise HistoryError(f"{run_dir / 'run.json'}: not JSON: {exc}") from None
     sends, polls, events = (read_table(run_dir, n) for n in ("sends", "polls", "events"))
 
-    starts = [pc.min(c).as_py() for c in (sends["invoke_ns"], polls["time_ns"],
-                                          events["time_ns"]) if len(c)]
+    t0 = time_origin_ns(sends, polls, events)
     ends = [pc.max(c).as_py() for c in (sends["complete_ns"], polls["time_ns"],
                                         events["time_ns"]) if len(c)]
-    starts, ends = [s for s in starts if s is not None], [e for e in ends if e is not None]
-    t0 = min(starts) if starts else 0
+    ends = [e for e in ends if e is not None]
     end_s = max(((max(ends) - t0) / 1e9) if ends else 0.0, 1e-3)
     grid = np.linspace(0.0, end_s, grid_points)
     grid_ns = t0 + (grid * 1e9).astype(np.int64)

@@ -28,7 +28,7 @@ from typing import Any
 from ..faults.failure import Allowance
 from ..faults.registry import COMPONENT_TARGETS, FAILURES
 from ..history import EVENTS, POLLS, SENDS
-from .checker.arrow import read_arrow
+from .checker.arrow import read_arrow, time_origin_ns
 
 DEFAULT_LAG_BOUND_MS = 30_000  # Kafka's replica.lag.time.max.ms, when the record names none
 KEY = "availability"  # verdict.json's key
@@ -50,9 +50,7 @@ def _progress(run_dir: Path) -> dict[str, Any]:
     ack_ns, latency = ack_ns[order], latency[order]
     poll_ns = polls["time_ns"].to_numpy().astype(np.int64)
     invoked = sends["invoke_ns"].to_numpy().astype(np.int64)
-    starts = [int(a.min()) for a in (invoked, poll_ns) if len(a)]
-    ev = [int(pc.min(events["time_ns"]).as_py())] if len(events) else []
-    t0 = min(starts + ev) if (starts or ev) else 0
+    t0 = time_origin_ns(sends, polls, events)
     first = [int(invoked.min())] if len(invoked) else []
     points = np.unique(np.concatenate([ack_ns, poll_ns, np.array(first, dtype=np.int64)]))
     return {"t0": t0, "points": points, "ack_ns": ack_ns, "latency_ns": latency}

@@ -48,6 +48,17 @@ def read_arrow(run_dir: str | Path, name: str, required: bool = False) -> pa.Tab
     return out
 
 
+def time_origin_ns(sends: pa.Table, polls: pa.Table, events: pa.Table) -> int:
+    """The history's first time: its earliest send, poll or event (0 for an empty history).
+    The report's timeline and the availability segments both count seconds from it."""
+    import pyarrow.compute as pc
+
+    starts = [pc.min(c).as_py() for c in (sends["invoke_ns"], polls["time_ns"],
+                                          events["time_ns"]) if len(c)]
+    starts = [int(s) for s in starts if s is not None]
+    return min(starts) if starts else 0
+
+
 def _from_rows(table: Table) -> pa.Table:
     import pyarrow as pa
 
