@@ -8,8 +8,9 @@ bind mounts into the cluster's workdir, so the replica-log verifier reads them e
 processes.
 
 Containers and networks carry the owner's identity (pid and start time) as a label: ``close``
-removes them, and every ``start`` first sweeps those whose owner is dead (a SIGKILLed
-session), never those of a live owner (other sessions run beside this one). The JVMs also
+removes them, a watcher process removes them as soon as their session dies (a SIGKILLed
+session; ``docker_watch``), and every ``start`` first sweeps those whose owner is dead,
+never those of a live owner (other sessions run beside this one). The JVMs also
 carry the process backend's owner marker, so its reaper kills them as it kills orphan JVMs.
 
 Faults: terminate (SIGTERM, SIGKILL at the deadline), kill (SIGKILL), pause / resume (the
@@ -39,6 +40,7 @@ from .docker_image import engine, ensure_image
 from .docker_links import DockerLinks
 from .docker_owner import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, sweep
 from .docker_partition import IptablesPartitions
+from .docker_watch import ensure_watcher
 
 if TYPE_CHECKING:
     import docker
@@ -170,6 +172,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         self.kafka_version = self.dist.version
         self.image = ensure_image(self.kafka_version, self.client)
         self._labels = {LABEL_OWNER: reaper.owner_token(), LABEL_CLUSTER: self.name}
+        ensure_watcher(self._labels[LABEL_OWNER])  # removes them if this session is killed
         self._network = self.client.networks.create(self.name, driver="bridge",
                                                     labels=self._labels, check_duplicate=True)
         self._claimed_ports = ports.claim_ports(self.spec.brokers)

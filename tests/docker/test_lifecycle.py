@@ -9,11 +9,14 @@ import subprocess
 import sys
 import textwrap
 
+import psutil
 import pytest
 
-from pytest_kreplica.cluster import ClusterSpec, NodeState, reaper
+from pytest_kreplica.cluster import ClusterSpec, NodeState, docker_watch, reaper
 from pytest_kreplica.cluster.docker import LABEL_CLUSTER, LABEL_OWNER, DockerCluster, sweep
+from pytest_kreplica.cluster.owner import owner_token
 from pytest_kreplica.errors import ClusterError
+from pytest_kreplica.waits import wait_for
 
 
 def leftovers(client, cluster_name: str) -> list[str]:
@@ -75,18 +78,56 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_sweep_after_killed_session(cluster, docker_client, tmp_path):
+def start_child(tmp_path) -> tuple[subprocess.Popen, str]:
+    """A session of its own that starts a one-node docker cluster and sleeps."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)],
                              stdout=subprocess.PIPE, text=True, env=env)
+    name = child.stdout.readline().strip()
+    if not name.startswith("kreplica-"):
+        child.kill()
+        pytest.fail(f"child did not start a cluster (exit {child.poll()})")
+    return child, name
+
+
+def sigkill(child: subprocess.Popen) -> None:
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stdout.close()
+
+
+def watcher_of(pid: int) -> psutil.Process:
+    token = owner_token(pid)
+    found = [p for p in psutil.process_iter(["cmdline"])
+             if (p.info["cmdline"] or [])[-2:] == [docker_watch.__name__, token]]
+    assert len(found) == 1, f"expected one watcher of {token}, found {found}"
+    return found[0]
+
+
+def test_a_killed_sessions_containers_are_removed_at_once(docker_client, tmp_path):
+    child, name = start_child(tmp_path)
     try:
-        name = child.stdout.readline().strip()
-        assert name.startswith("kreplica-"), f"child did not start a cluster (exit {child.poll()})"
         assert len(leftovers(docker_client, name)) == 2
+        watcher = watcher_of(child.pid)
     finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-        child.stdout.close()
+        sigkill(child)
+    wait_for(lambda: (f"left: {left}" if (left := leftovers(docker_client, name)) else None),
+             timeout=30, what=f"the watcher to remove {name}'s container and network")
+    watcher.wait(timeout=30)  # and it exits once it has (psutil raises on a timeout)
+    assert not watcher.is_running()
+    assert reaper.marked_processes(str(tmp_path)) == []  # its JVM went with its container
+
+
+def test_sweep_after_killed_session(cluster, docker_client, tmp_path):
+    """What a session leaves when its watcher died too (SIGKILLed with it, an engine that did
+    not answer) is swept by the next start."""
+    child, name = start_child(tmp_path)
+    try:
+        assert len(leftovers(docker_client, name)) == 2
+        watcher_of(child.pid).kill()
+    finally:
+        sigkill(child)
+    assert len(leftovers(docker_client, name)) == 2
 
     removed = sweep(docker_client)
 
