@@ -1,7 +1,7 @@
-"""The order of the test command's files (``pytest tests -n 2 --dist loadfile
+"""The order of the test command's files (``pytest tests -n 3 --dist loadfile
 --no-loadscope-reorder``).
 
-The test command runs over an hour of test time on two workers, so its wall time is set by
+The test command runs over an hour of test time on three workers, so its wall time is set by
 the order its work units start in: a long unit started last keeps one worker busy while the
 other idles. Under ``--dist loadfile`` a unit is a test file (module fixtures such as a
 shared cluster are built once, on one worker); files start longest first, by the seconds
