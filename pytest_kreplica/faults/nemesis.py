@@ -127,14 +127,19 @@ class Nemesis(Elections):
         Raises ``ClusterError`` when a fault could not be applied or the cluster did not
         recover; the record of that fault carries the reason too."""
         started = time.monotonic()
+        bounded_by_time = self.plan.duration_s is not None
         for spec in self.plan.faults():
-            if self.plan.duration_s is not None and (
-                    time.monotonic() - started >= self.plan.duration_s
-                    or (stop is not None and stop.is_set())):
+            if bounded_by_time and (time.monotonic() - started >= self.plan.duration_s
+                                    or (stop is not None and stop.is_set())):
                 break
             self.next_fault = spec.describe()
             self.progress(f"next fault {spec.describe()}")
-            time.sleep(spec.delay_s)  # the seeded quiet time before the strike
+            # the seeded quiet time before the strike (a soak cut short strikes no more)
+            if bounded_by_time and stop is not None:
+                if stop.wait(spec.delay_s):
+                    break
+            else:
+                time.sleep(spec.delay_s)
             self.next_fault, self.current_fault = None, spec.describe()
             record = self.run_fault(spec)
             self.current_fault = None

@@ -353,6 +353,10 @@ def kreplica_run(request: pytest.FixtureRequest, kreplica_options, kreplica_pool
                 replica_check=replica_check,
                 hooks=hooks))
             row = {"seed": case.seed, "start_time": row["start_time"], **result.summary()}
+            cut = getattr(result, "extra", {}).get("interrupted")  # a CaseResult's
+            if cut:  # a soak cut short: checked and reported; no case after it runs
+                request.session.shouldstop = (f"{case.case_id} cut short by {cut['signal']} "
+                                              f"after {cut['after_s']} s; {run_dir}")
             finding = outcomes.expected_finding(request.node)
             if finding is not None:  # verdict.json (and index.html) say it is expected
                 note_expected_finding(result.run_dir, finding)

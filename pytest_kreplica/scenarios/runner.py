@@ -33,8 +33,9 @@ from ..errors import HarnessError
 from ..history import RunWriter, write_run_json
 from ..validation.checker import check
 from ..validation.outcome import judge_case
-from . import DEFAULT_CLIENT, client_module, workload_module
+from .choice import client_meta, workload_of
 from .harness import harness_error, raise_harness_error
+from .interrupt import cut_short
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
 from .result import CaseResult, write_verdict_and_report
 from .workload import Consumer, ProduceStats
@@ -238,10 +239,10 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         "case_id": case.case_id, "matrix": case.matrix, "scenario": case.scenario,
         "params": case.as_dict(), "semantics": case.semantics, "seed": case.seed,
         "topics": topics, "cluster": flow.describe(), "versions": flow.versions(),
-        "start_time": time.time(), "source": case.source, "client": _client_meta(case),
+        "start_time": time.time(), "source": case.source, "client": client_meta(case),
     }
     meta.update(run_meta or {})
-    workload = _workload(case)
+    workload = workload_of(case)
     version = getattr(workload, "HISTORY_VERSION", 1)
     if version > 1:  # docs/history.md: a version 1 run.json names no version
         meta["history_version"] = version
@@ -252,8 +253,10 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
                           threading.Event(), run_dir, meta=meta)
         harness: list[str] = []
+        started = time.monotonic()
         try:
-            _produce_and_drain(ctx, flow, hooks, phases, drain_timeout)
+            with cut_short(ctx.stop, enabled=case.duration is not None) as cut:
+                _produce_and_drain(ctx, flow, hooks, phases, drain_timeout)
         except Exception as exc:
             if harness_error(exc) is None:
                 raise
@@ -262,6 +265,8 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
             for step in hooks.cleanup:
                 step(ctx)
     extra = ctx.extra
+    if cut.signal is not None:  # verdict.json says the case was cut short, and when
+        extra["interrupted"] = cut.describe(started)
     harness.extend(extra.pop("harness_errors", None) or [])
     if harness:  # nothing is judged about the broker: its verdict part is "harness"
         raise_harness_error(case, run_dir, harness, extra, dict(phases))
@@ -303,7 +308,7 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
         with phases.timed(name):
             step(ctx)
     reader, read_topics = flow.reader(), flow.read_topics(topics)
-    workload = _workload(case)
+    workload = workload_of(case)
     isolation = flow.isolation_level or case.isolation
     options = workload.consumer_options(case) if hasattr(workload, "consumer_options") else {}
     consumer: Consumer = workload.Consumer(
@@ -319,7 +324,8 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
         try:
             workload.produce(case, topics, cluster.live_bootstrap_servers(), produce_writer,
                              ctx.stats,
-                             keep_going=(lambda: any(k() for k in keep)) if keep else None,
+                             keep_going=(lambda: any(k() for k in keep) and not ctx.stop.is_set())
+                             if keep else None,  # ctx.stop: a soak cut short (interrupt.py)
                              max_rate=hooks.produce_rate)
         finally:
             _join(threads, ctx)
@@ -357,21 +363,6 @@ def _validate(case: Case, cluster: Cluster, flow: Flow, topics: list[str], run_d
                             checks=extra.get("checks"), hook_errors=extra.get("hook_errors"),
                             faults=extra.get("faults"))
     return replica, verdict, judged
-
-
-def _workload(case: Case):
-    """The module of the case's ``workload`` (``scenarios.WORKLOADS``); a plain workload
-    driven by another client is that client's module (``scenarios.CLIENTS``)."""
-    client = getattr(case, "client", DEFAULT_CLIENT)
-    if client != DEFAULT_CLIENT:
-        return client_module(client)
-    return workload_module(getattr(case, "workload", "plain"))
-
-
-def _client_meta(case: Case) -> dict[str, str]:
-    """run.json's ``client``: which client drove the case, and its version."""
-    client = getattr(case, "client", DEFAULT_CLIENT)
-    return {"name": client, "version": client_module(client).client_version(case)}
 
 
 def _readable_ends(cluster: Cluster, topics: list[str], partitions: int
