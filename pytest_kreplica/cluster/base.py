@@ -24,16 +24,8 @@ class NodeState(enum.Enum):
     STOPPED = "stopped"  # exited after terminate / kill / stop
 
 
-# failure values whose cases need a cluster with ``links`` (faults/links.py defines them)
-LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
 # failure values whose cases need a cluster with ``clock`` (faults/clock.py defines them)
 CLOCK_FAILURES = ("clock_skew", "clock_skew_back", "clock_strobe")
-# ... and those that need each node's log dir on its own small filesystem (faults/disk.py)
-DISK_FAILURES = ("disk_full", "disk_readonly")
-# ... and those that need each node's log dir on a lazy FUSE filesystem (faults/power.py)
-POWER_FAILURES = ("power_loss", "power_loss_all", "power_loss_replicas")
-# ... and those that need a dynamic KRaft quorum, whose voters can change (faults/quorum.py)
-QUORUM_FAILURES = ("controller_membership",)
 
 
 @dataclass(frozen=True)
@@ -47,17 +39,11 @@ class ClusterSpec:
     # tells apart clusters a case needs several of (mirrored runs: "source" / "target");
     # "" for the single cluster of an ordinary case
     role: str = ""
-    # the nodes' inter-broker and controller links pass a fault proxy (link faults)
-    links: bool = False
     # libfaketime preloaded into the node JVMs, each clock offset 0 until a clock fault
     clock: bool = False
-    # each node's log dir on its own small filesystem (disk faults, cluster/smalldisk.py)
-    disks: bool = False
-    # each node's log dir on a FUSE filesystem that can drop un-fsynced writes (lazymount.py)
-    lazy: bool = False
-    # a dynamic KRaft quorum (controller.quorum.bootstrap.servers): voters can be removed
-    # and added at run time (controller_membership)
-    dynamic_quorum: bool = False
+    # the node facilities the cluster's faults need (names of ``cluster.facilities``'s
+    # FACILITIES: a proxy in front of the links, small disks, ...); the backend attaches them
+    facilities: frozenset[str] = frozenset()
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)
@@ -151,6 +137,12 @@ class Cluster(abc.ABC):
 
     @abc.abstractmethod
     def node_state(self, node_id: int) -> NodeState: ...
+
+    def facility(self, name: str) -> Any:
+        """What the node facility ``name`` (``cluster.facilities``) gives this cluster's
+        faults to act through (a link proxy, the disks), None when it was not started with
+        it; only clusters the suite starts have facilities."""
+        return None
 
     def live_bootstrap_servers(self) -> str:
         """Bootstrap list without stopped or paused nodes (a paused node hangs requests)."""

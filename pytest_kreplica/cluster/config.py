@@ -101,15 +101,13 @@ def dynamic_quorum(nodes: Iterable[NodeAddress]) -> tuple[str, str]:
 
 def server_properties(node: NodeAddress, voters: str, log_dir: str, brokers: int,
                       extra: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-                      tuned: bool = True, dynamic: bool = False) -> dict[str, str]:
-    """All settings of one node; ``extra`` (a spec's broker_config) wins over defaults.
-    ``dynamic``: ``voters`` are a dynamic quorum's bootstrap servers."""
+                      tuned: bool = True) -> dict[str, str]:
+    """All settings of one node; ``extra`` (a spec's broker_config) wins over defaults."""
     replication = str(min(3, brokers))
     props = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
-        ("controller.quorum.bootstrap.servers" if dynamic
-         else "controller.quorum.voters"): voters,
+        "controller.quorum.voters": voters,
         "listeners": f"PLAINTEXT://{node.host}:{node.port},"
                      f"CONTROLLER://{node.host}:{node.controller_port}",
         "advertised.listeners": f"PLAINTEXT://{node.advertised_host or node.host}:"

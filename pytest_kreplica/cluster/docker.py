@@ -14,8 +14,9 @@ never those of a live owner (other sessions run beside this one). The JVMs also
 carry the process backend's owner marker, so its reaper kills them as it kills orphan JVMs.
 
 Faults: terminate (SIGTERM, SIGKILL at the deadline), kill (SIGKILL), pause / resume (the
-cgroup freezer), restart, partition / heal (``docker_partition``), and with ``spec.links``
-the link faults through a fault proxy on the network's gateway (``docker_links``).
+cgroup freezer), restart, partition / heal (``docker_partition``), and those that act
+through the node facilities the spec names (``facilities``: e.g. the link faults through a
+fault proxy on the network's gateway).
 """
 
 from __future__ import annotations
@@ -29,15 +30,15 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NodeError
 from ..waits import tail
-from . import config, distribution, faketime, lazymount, ports, reaper, smalldisk
+from . import config, distribution, faketime, ports, reaper
+from . import facilities as kfacilities
 from .admin import AdminCluster
 from .base import ClusterSpec, Node, NodeState
 from .docker_image import engine, ensure_image
-from .docker_links import DockerLinks
 from .docker_owner import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, sweep
 from .docker_partition import IptablesPartitions
 from .docker_watch import ensure_watcher
@@ -78,9 +79,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         self._admin_client = None
         self._admin_key: str | None = None
         self.clocks: faketime.Clocks | None = None  # spec.clock: libfaketime preloaded
-        self.disks: smalldisk.SmallDisks | lazymount.LazyDisks | None = None  # disks / lazy
-        self.routes: DockerLinks | None = None  # spec.links: the nodes' routes via the proxy
-        self.links = None  # linkproxy.LinkProxy of ``routes``, as the link faults read it
+        self.attached = kfacilities.Attached()  # spec.facilities, attached at the start
 
     # -- engine and names ----------------------------------------------------------------
     @property
@@ -134,6 +133,9 @@ class DockerCluster(IptablesPartitions, AdminCluster):
     def _cut_off(self) -> bool:
         return bool(self._partitioned)
 
+    def facility(self, name: str) -> Any:
+        return self.attached.handle(name)
+
     def follower_lag_bound_ms(self) -> int | None:
         return config.follower_lag_bound_ms(self.spec.broker_config)
 
@@ -141,8 +143,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         out = super().describe()
         out.update({"kafka_version": self.kafka_version, "image": self.image,
                     "network": self.name, "workdir": str(self.workdir),
-                    "disks": self.disks and self.disks.describe(),
-                    "links": self.links and self.links.describe(),
+                    **self.attached.describe(),
                     "containers": {str(i): self.container_name(i) for i in self._containers}})
         return out
 
@@ -159,8 +160,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             with ThreadPoolExecutor(max_workers=len(self._containers)) as pool:
                 list(pool.map(self._start_container, list(self._containers)))
             self._wait_ready(max(1.0, deadline - time.monotonic()))
-            if self.disks is not None:  # the format (in the container) is long durable
-                self.disks.sync()
+            self.attached.formatted()  # the format (in the container) is long durable
         except BaseException:
             self.close()
             raise
@@ -176,11 +176,6 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         self._network = self.client.networks.create(self.name, driver="bridge",
                                                     labels=self._labels, check_duplicate=True)
         self._claimed_ports = ports.claim_ports(self.spec.brokers)
-        if self.spec.links:
-            node_ids = list(range(1, self.spec.brokers + 1))
-            self.routes = DockerLinks(self.workdir, self._network, node_ids)
-            self.links = self.routes.proxy
-            self.links.start()
         self._nodes = []
         for node_id, port in enumerate(self._claimed_ports, start=1):
             node_dir = self.workdir / f"node-{node_id}"
@@ -190,10 +185,10 @@ class DockerCluster(IptablesPartitions, AdminCluster):
                                     log_dir=node_dir / "data",
                                     log_file=node_dir / "server.log"))
         self.clocks = faketime.for_cluster(self.spec, self._nodes)  # offset files at +0
-        if self.spec.disks or self.spec.lazy:  # mounted on the host before the bind mounts:
-            # a container's bind mount of its node dir takes the data dir's mount along
-            self.disks = (smalldisk if self.spec.disks else lazymount).mount_all(
-                {n.node_id: n.log_dir for n in self._nodes})
+        # attached on the host before the bind mounts: a container's bind mount of its node
+        # dir takes a disk mounted at its data dir along
+        self.attached = kfacilities.attach(self.spec.facilities, kfacilities.Site(
+            self.spec.backend, self.workdir, "127.0.0.1", tuple(self._nodes), self._network))
         for node in self._nodes:
             self._write_node_files(node)
             self._containers[node.node_id] = self._create_container(node)
@@ -210,11 +205,10 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         script = resources.files("pytest_kreplica").joinpath("resources", "docker", "node.sh")
         (node_dir / "node.sh").write_bytes(script.read_bytes())
         addresses = self._addresses()
-        voters = self.routes.voters() if self.routes else config.quorum_voters(addresses)
+        voters = self.attached.voters(config.quorum_voters(addresses))
         props = config.server_properties(addresses[node.node_id - 1], voters, f"{MOUNT}/data",
                                          self.spec.brokers, extra=self.spec.broker_config)
-        if self.routes:
-            props = self.routes.node_properties(node.node_id, props)
+        props = self.attached.node_properties(node.node_id, props)
         # one more listener, published on the host's loopback and advertised as such
         props["listeners"] += f",EXTERNAL://0.0.0.0:{EXTERNAL_PORT}"
         props["advertised.listeners"] += f",EXTERNAL://{node.host}:{node.port}"
@@ -236,6 +230,7 @@ class DockerCluster(IptablesPartitions, AdminCluster):
 
     def _create_container(self, node: Node):
         flags = self._jvm_options()
+        extra = self.attached.container(node.node_id, MOUNT)  # what the facilities add
         owner = reaper.owner_flags(str(self.workdir))  # the reaper's marker, broker only
         return self.client.containers.create(
             self.image,
@@ -251,14 +246,13 @@ class DockerCluster(IptablesPartitions, AdminCluster):
                 "KREPLICA_TOOL_OPTS": shlex.join(flags),
                 "HOME": "/tmp",
                 **(self.clocks.container_env(FAKETIME_MOUNT, MOUNT) if self.clocks else {}),
+                **extra.environment,
             },
             volumes={str(node.log_dir.parent): {"bind": MOUNT, "mode": "rw"},
                      **({str(self.clocks.library.parent): {"bind": FAKETIME_MOUNT,
                                                            "mode": "ro"}}
-                        if self.clocks else {})},
-            ports={f"{EXTERNAL_PORT}/tcp": ("127.0.0.1", node.port),
-                   **(self.routes.container_ports(node.node_id, CONTROLLER_PORT)
-                      if self.routes else {})},
+                        if self.clocks else {}), **extra.volumes},
+            ports={f"{EXTERNAL_PORT}/tcp": ("127.0.0.1", node.port), **extra.ports},
             network=self._network.name,
             cap_add=["NET_ADMIN"],
             labels={**self._labels, LABEL_NODE: str(node.node_id)},
@@ -321,12 +315,8 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             self._network = None
         ports.release_ports(self._claimed_ports)
         self._claimed_ports = []
-        if self.links is not None:  # after the containers: no node talks through it now
-            self.links.close()
-            self.links = self.routes = None
-        if self.disks is not None:  # after every container: nothing holds them now
-            self.disks.close()
-            self.disks = None
+        # after every container: no node talks through a proxy or holds a disk now
+        self.attached.close()
         self._partitioned.clear()
         self._stopped.clear()
         if self._client is not None:

@@ -1,7 +1,7 @@
 """Formatting a process cluster's storage: by copying a template (no JVM per node), or with
-Kafka's StorageTool, which a dynamic KRaft quorum needs (``--initial-controllers``: the
-voters, each with its metadata directory's id, go into the bootstrap checkpoint of every
-node, so no two clusters can share a template)."""
+Kafka's StorageTool, which a facility asking for tool arguments needs (a dynamic KRaft
+quorum's ``--initial-controllers``: the voters, each with its metadata directory's id, go
+into the bootstrap checkpoint of every node, so no two clusters can share a template)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,6 @@ def from_template(dist, spec: ClusterSpec, cluster_id: str, nodes: Sequence[Node
     JVM per node. False when no template can be had or applies (then the real tool runs)."""
     if any(k.startswith("unstable.") for k, _ in spec.broker_config):
         return False  # unstable feature flags change what format writes
-    if getattr(spec, "dynamic_quorum", False):
-        return False  # the checkpoint names this cluster's voters
     template = prepared.ensure_format_template(dist)
     if template is None:
         return False
@@ -41,10 +39,11 @@ def from_template(dist, spec: ClusterSpec, cluster_id: str, nodes: Sequence[Node
 def with_tool(command: Callable[[str, list[str]], list[str]],
               popen: Callable[[list[str], Path], subprocess.Popen],
               kill: Callable[[subprocess.Popen], None], cluster_id: str,
-              nodes: Sequence[Node], initial_controllers: str | None = None) -> None:
+              nodes: Sequence[Node], extra_args: Sequence[str] = ()) -> None:
     """Format every node's storage in parallel (StorageTool, same class in 3.9 and 4.x);
-    ``initial_controllers``: a dynamic quorum's voters (``id@host:port:directory,...``)."""
-    quorum = ["--initial-controllers", initial_controllers] if initial_controllers else []
+    ``extra_args``: what the cluster's facilities add (a dynamic quorum's
+    ``--initial-controllers``)."""
+    quorum = list(extra_args)
     procs = []
     for node in nodes:
         home = node.log_file.parent

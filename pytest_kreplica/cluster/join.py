@@ -40,7 +40,7 @@ def add_broker(cluster: ProcessCluster, timeout: float = 60.0) -> int:
     the controller admin requests go to, while the new broker's listener may not accept
     connections yet (a CI run's AlterPartitionReassignments, sent to the joining broker, was
     refused: ECONNREFUSED)."""
-    if cluster.links is not None:
+    if cluster.facility("link_proxy") is not None:
         raise InputError("broker_join: a cluster whose links pass a fault proxy cannot take a "
                          "new broker (its links would bypass the proxy); allowed: a cluster "
                          "without links")

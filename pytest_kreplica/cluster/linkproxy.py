@@ -116,11 +116,6 @@ def start_for(workdir: Path, host: str, addresses: list[NodeAddress]) -> LinkPro
     return proxy
 
 
-def routed(proxy: LinkProxy | None, node_id: int, props: dict[str, str]) -> dict[str, str]:
-    """A node's settings with its links through ``proxy`` (unchanged without one)."""
-    return props if proxy is None else proxy.node_properties(node_id, props)
-
-
 @dataclass
 class Route:
     """One proxied listener: ``listen`` (what peers are told) forwards to ``upstream``."""

@@ -17,15 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
-from .base import (
-    CLOCK_FAILURES,
-    DISK_FAILURES,
-    LINK_FAILURES,
-    POWER_FAILURES,
-    QUORUM_FAILURES,
-    Cluster,
-    ClusterSpec,
-)
+from ..faults.registry import facilities_needed
+from .base import CLOCK_FAILURES, Cluster, ClusterSpec
+from .facilities import key_suffix
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -37,14 +31,12 @@ ClusterFactory = Callable[[ClusterSpec, Path], Cluster]
 
 def cluster_spec(case: Case) -> ClusterSpec:
     """The cluster a case needs. Topic-level settings (partitions, replication factor,
-    segments, min ISR, unclean election) are per topic, so they do not split clusters."""
+    segments, min ISR, unclean election) are per topic, so they do not split clusters. The
+    node facilities are those the case's failures need (``Failure.facilities``)."""
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
                        backend=case.backend,
-                       links=getattr(case, "failure", None) in LINK_FAILURES,
                        clock=getattr(case, "failure", None) in CLOCK_FAILURES,
-                       disks=getattr(case, "failure", None) in DISK_FAILURES,
-                       lazy=getattr(case, "failure", None) in POWER_FAILURES,
-                       dynamic_quorum=getattr(case, "failure", None) in QUORUM_FAILURES)
+                       facilities=facilities_needed(getattr(case, "failure", None)))
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -52,12 +44,9 @@ def spec_key(spec: ClusterSpec) -> str:
     version = spec.kafka_version or "default"
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
-    links = "-links" if getattr(spec, "links", False) else ""
     clock = "-clock" if getattr(spec, "clock", False) else ""
-    disks = "-disks" if getattr(spec, "disks", False) else ""
-    disks += "-lazy" if getattr(spec, "lazy", False) else ""
-    disks += "-dynquorum" if getattr(spec, "dynamic_quorum", False) else ""
-    return f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{links}{clock}{disks}"
+    return (f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{clock}"
+            f"{key_suffix(getattr(spec, 'facilities', ()))}")
 
 
 class ClusterPool:

@@ -24,7 +24,8 @@ import psutil
 from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
-from . import distribution, faketime, lazymount, linkproxy, prepared, reaper, smalldisk
+from . import distribution, faketime, prepared, reaper
+from . import facilities as kfacilities
 from . import formatting as kformat
 from . import ports as kports
 from .admin import POLL_S, AdminCluster, NotYet, poll_until
@@ -65,10 +66,8 @@ class ProcessCluster(AdminCluster):
         self._admin_client, self._admin_key = None, None
         self._lock = threading.RLock()
         self.timings: dict[str, float] = {}
-        self.links: linkproxy.LinkProxy | None = None  # spec.links: the fault proxy
         self.clocks: faketime.Clocks | None = None  # spec.clock: the preloaded clocks
-        self.disks: smalldisk.SmallDisks | lazymount.LazyDisks | None = None  # disks / lazy
-        self._initial_controllers: str | None = None  # spec.dynamic_quorum: the voters
+        self.attached = kfacilities.Attached()  # spec.facilities, attached at the start
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -86,13 +85,16 @@ class ProcessCluster(AdminCluster):
             self._states[node_id] = NodeState.STOPPED
         return self._states.get(node_id, NodeState.STOPPED)
 
+    def facility(self, name: str) -> Any:
+        return self.attached.handle(name)
+
     def follower_lag_bound_ms(self) -> int | None:
         return kconfig.follower_lag_bound_ms(self.spec.broker_config, self.tuned)
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info.update(kafka_version=self.kafka_version, cluster_id=self.cluster_id,
-                    workdir=str(self.workdir), disks=self.disks and self.disks.describe())
+                    workdir=str(self.workdir), **self.attached.describe())
         for n in self._nodes:
             info["nodes"][str(n.node_id)]["pid"] = n.pid
         return info
@@ -104,6 +106,7 @@ class ProcessCluster(AdminCluster):
         started = time.monotonic()
         if not self.detached:
             reaper.reap_orphans()
+            kfacilities.sweep_leftovers()
         self.dist = distribution.resolve(self.spec.kafka_version)
         self.kafka_version = self.dist.version
         self.timings["resolve"] = time.monotonic() - started
@@ -116,13 +119,13 @@ class ProcessCluster(AdminCluster):
             self.timings["prepare"] = time.monotonic() - t0
             t1 = time.monotonic()
             assert self.cluster_id is not None
-            if not (self.fast_format and kformat.from_template(
+            tool_args = self.attached.storage_tool_args()
+            if not (self.fast_format and tool_args is None and kformat.from_template(
                     self.dist, self.spec, self.cluster_id, self._nodes)):
                 kformat.with_tool(lambda main, args: self._jvm_command(None, main, *args),
-                                     self._popen, self._kill_proc, self.cluster_id,
-                                     self._nodes, self._initial_controllers)
-            if self.disks is not None:  # durable, as a format done long before a fault is
-                self.disks.sync()
+                                  self._popen, self._kill_proc, self.cluster_id,
+                                  self._nodes, tool_args or [])
+            self.attached.formatted()  # durable, as a format done long before a fault is
             self.timings["format"] = time.monotonic() - t1
             t1 = time.monotonic()
             for node in self._nodes:
@@ -146,27 +149,24 @@ class ProcessCluster(AdminCluster):
         self._ports = kports.claim_ports(2 * n, HOST)
         addresses = [kconfig.NodeAddress(i + 1, HOST, self._ports[2 * i], self._ports[2 * i + 1])
                      for i in range(n)]
-        self.links = linkproxy.start_for(self.workdir, HOST, addresses) if self.spec.links else None
-        voters = self.links.voters() if self.links else kconfig.quorum_voters(addresses)
-        if self.spec.dynamic_quorum:  # voters named at format time, changed at run time
-            voters, self._initial_controllers = kconfig.dynamic_quorum(addresses)
         self.cluster_id = kconfig.new_cluster_id()
         for addr in addresses:
             home = self.workdir / f"node-{addr.node_id}"
-            data = home / "data"
-            data.mkdir(parents=True, exist_ok=True)
-            props = kconfig.server_properties(addr, voters, str(data), n,
-                                              self.spec.broker_config, tuned=self.tuned,
-                                              dynamic=self.spec.dynamic_quorum)
-            props = linkproxy.routed(self.links, addr.node_id, props)
-            (home / "server.properties").write_text(kconfig.render_properties(props))
+            (home / "data").mkdir(parents=True, exist_ok=True)
             self._nodes.append(Node(addr.node_id, HOST, addr.port, addr.controller_port,
-                                    log_dir=data, log_file=home / "server.log"))
+                                    log_dir=home / "data", log_file=home / "server.log"))
             self._states[addr.node_id] = NodeState.STOPPED
+        # before anything is written into a node's directory (a disk is mounted at its data)
+        self.attached = kfacilities.attach(self.spec.facilities, kfacilities.Site(
+            self.spec.backend, self.workdir, HOST, tuple(self._nodes)))
+        voters = self.attached.voters(kconfig.quorum_voters(addresses))
+        for addr, node in zip(addresses, self._nodes, strict=True):
+            props = kconfig.server_properties(addr, voters, str(node.log_dir), n,
+                                              self.spec.broker_config, tuned=self.tuned)
+            props = self.attached.node_properties(addr.node_id, props)
+            (node.log_file.parent / "server.properties").write_text(
+                kconfig.render_properties(props))
         self.clocks = faketime.for_cluster(self.spec, self._nodes)
-        if self.spec.disks or self.spec.lazy:  # mounted before anything is written there
-            self.disks = (smalldisk if self.spec.disks else lazymount).mount_all(
-                {n.node_id: n.log_dir for n in self._nodes})
 
     def _jvm_command(self, node: Node | None, main_class: str, *args: str) -> list[str]:
         assert self.dist is not None
@@ -188,8 +188,11 @@ class ProcessCluster(AdminCluster):
             out.write(f"\n=== kreplica: starting node {node.node_id} at "
                       f"{time.strftime('%H:%M:%S')} ===\n".encode())
         props = str(node.log_file.with_name("server.properties"))
-        proc = self._popen(self._jvm_command(node, "kafka.Kafka", props), node.log_file,
-                           self.clocks.env(node.node_id) if self.clocks else None)
+        extra = self.attached.environment(node.node_id)
+        env = {**os.environ, **extra} if extra else None
+        if self.clocks:
+            env = self.clocks.env(node.node_id)
+        proc = self._popen(self._jvm_command(node, "kafka.Kafka", props), node.log_file, env)
         with self._lock:
             self._procs[node.node_id] = proc
             node.pid = proc.pid
@@ -338,9 +341,10 @@ class ProcessCluster(AdminCluster):
         for proc in procs:  # strays left in a node's process group
             self._signal_group(proc, signal.SIGKILL)
         self._states.update(dict.fromkeys(self._procs, NodeState.STOPPED))
-        # the fault proxy, the clocks' leftovers, the small filesystems: after every JVM
-        for helper in filter(None, (self.links, self.clocks, self.disks)):
-            helper.close()
+        # the facilities (a fault proxy, the disks) and the clocks' leftovers: after every JVM
+        self.attached.close()
+        if self.clocks is not None:
+            self.clocks.close()
         if not self.detached:
             kports.release_ports(self._ports)
             self._ports = []

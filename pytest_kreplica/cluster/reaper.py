@@ -16,7 +16,6 @@ import signal
 
 import psutil
 
-from . import lazymount, smalldisk
 from .owner import (
     DETACHED,
     OWNER_ENV,
@@ -76,11 +75,10 @@ def kill_process_tree(proc: psutil.Process) -> None:
 
 
 def reap_orphans(timeout: float = 10.0) -> list[int]:
-    """Kill marked processes whose owner process is dead, then unmount the small disks and
-    lazy filesystems such an owner left (``sweep_stale`` of smalldisk and lazymount);
-    return the JVMs' pids.
+    """Kill marked processes whose owner process is dead; return the JVMs' pids.
 
-    The plugin calls this at session start; every cluster start calls it too.
+    The plugin calls this at session start; every cluster start calls it too, each beside
+    ``facilities.sweep_leftovers`` (the mounts, proxies and clock files such an owner left).
     """
     orphans = []
     for proc in marked_processes():
@@ -90,6 +88,4 @@ def reap_orphans(timeout: float = 10.0) -> list[int]:
     for proc in orphans:
         kill_process_tree(proc)
     psutil.wait_procs(orphans, timeout=timeout)
-    smalldisk.sweep_stale()
-    lazymount.sweep_stale()
     return [p.pid for p in orphans]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 # the node's log dir is mounted on the host; a container's bind mount takes it along
 BACKENDS = SUITE_OWNED
+NEEDS = frozenset({"small_disk"})  # the node facility of every disk fault
 FULL_SLACK_BYTES = 256 * 1024  # "full": at most this much left after the fill
 OFFLINE_TIMEOUT_S = 30.0  # Kafka writes every 0.5 s at least (KRaft no-op records)
 LEADERSHIP_TIMEOUT_S = 30.0
@@ -48,10 +49,10 @@ OFFLINE = re.compile(r"Stopping serving (replicas|logs) in dir|Shutdown broker b
 
 def disk_of(cluster: Any, node: int, failure: str) -> SmallDisk:
     """The node's small filesystem; a cluster started without them cannot take the fault."""
-    disks = getattr(cluster, "disks", None)
+    disks = cluster.facility("small_disk")
     if disks is None:
         raise InputError(f"failure {failure} needs a cluster whose log dirs are on small "
-                         "filesystems (ClusterSpec(disks=True)); this one has none")
+                         "filesystems (facility small_disk); this one has none")
     return disks[node]
 
 
@@ -258,7 +259,7 @@ def _failure(name: str, doc: str, colour: str, label: str, strike: Any,
     return Failure(name=name, doc=doc, event=name, restore_event="heal", colour=colour,
                    label=label, backends=BACKENDS, moves_leadership=True,
                    leader_gone=GONE_AT_ELECTION, random=False, strike=strike,
-                   restore=restore, watch_isr=True)
+                   restore=restore, watch_isr=True, facilities=NEEDS)
 
 
 # the FAILURES registry's entries (faults/registry.py, one line each)

@@ -91,6 +91,9 @@ class Failure:
     # what a fault of this type may cost availability (``validation.availability``); a
     # matrix's ``max_unavailable_s`` overrides it
     availability: Allowance = Allowance()
+    # the node facilities its cluster needs (names in ``cluster.facilities.FACILITIES``: a
+    # proxy in front of the links, small disks, ...); the pool starts such a cluster for it
+    facilities: frozenset[str] = frozenset()
 
     def runs_on(self, backend: str) -> bool:
         return self.backends is None or backend in self.backends
@@ -104,7 +107,8 @@ def restart_node(cluster: Cluster, node: int, timeout: float) -> None:
 def degrading(name: str, doc: str, restore_event: str, colour: str, label: str,
               strike: Callable[[Cluster, int, str], str],
               restore: Callable[[Cluster, int, str, float], str],
-              backends: tuple[str, ...] = ("process",)) -> Failure:
+              backends: tuple[str, ...] = ("process",),
+              facilities: frozenset[str] = frozenset()) -> Failure:
     """A fault that degrades a node which runs on (links, clock): the victim may keep
     leading and acknowledges until it is back in sync, never drawn by ``random``, its ISR
     watched. ``strike`` / ``restore`` take the failure's name."""
@@ -114,4 +118,4 @@ def degrading(name: str, doc: str, restore_event: str, colour: str, label: str,
         leader_gone=GONE_AT_RECOVERY, random=False,
         strike=lambda cluster, node: strike(cluster, node, name),
         restore=lambda cluster, node, timeout: restore(cluster, node, name, timeout),
-        watch_isr=True)  # struck_state None: the strike measures its effect
+        watch_isr=True, facilities=facilities)  # struck_state None: the strike measures

@@ -35,6 +35,7 @@ LOSSY_RESET_MS = 1000
 # flaky_link: this share of new connections into the victim is reset at once
 FLAKY_SHARE = 0.5
 PROBE_TIMEOUT_S = 2.0
+NEEDS = frozenset({"link_proxy"})  # the node facility of every link fault
 HEAL_RTT_S = 1.0  # a healed route answers within this (the node's own port: milliseconds)
 
 
@@ -135,10 +136,10 @@ LINK_FAULTS: dict[str, LinkFault] = {f.name: f for f in (_SLOW, _LOSSY, _FLAKY, 
 
 def proxy_of(cluster: Any, failure: str) -> LinkProxy:
     """The cluster's link proxy; a cluster started without one cannot take link faults."""
-    proxy = getattr(cluster, "links", None)
+    proxy = cluster.facility("link_proxy")
     if proxy is None:
         raise InputError(f"failure {failure} needs a cluster whose links pass a fault proxy "
-                         "(ClusterSpec(links=True), a cluster the suite starts); this one has none")
+                         "(facility link_proxy, a cluster the suite starts); this one has none")
     return proxy
 
 
@@ -182,7 +183,7 @@ def restore(cluster: Any, node: int, failure: str, timeout: float = 0.0) -> str:
 def _failure(fault: LinkFault, colour: str, label: str) -> Failure:
     """The registry's entry: a degrading fault (``failure.degrading``)."""
     return degrading(fault.name, fault.doc, "heal", colour, label, strike, restore,
-                     backends=SUITE_OWNED)
+                     backends=SUITE_OWNED, facilities=NEEDS)
 
 
 # the FAILURES registry's entries (faults/registry.py, one line each)

@@ -37,18 +37,17 @@ if TYPE_CHECKING:
 
 # the node's log dir is mounted on the host; a container's bind mount takes it along
 BACKENDS = SUITE_OWNED
+NEEDS = frozenset({"lazy_fs"})  # the node facility of every power loss
 MAX_EXAMPLES = 3
 CUT = re.compile(r"node (\d+): \d+ un-fsynced segment bytes dropped.*?segments cut in \[([^\]]*)\]")
 
 
 def lazy_disk_of(cluster: Any, node: int, failure: str) -> LazyDisk:
     """The node's lazy filesystem; a cluster started without them cannot take the fault."""
-    from ..cluster.lazymount import LazyDisks
-
-    disks = getattr(cluster, "disks", None)
-    if not isinstance(disks, LazyDisks):
+    disks = cluster.facility("lazy_fs")
+    if disks is None:
         raise InputError(f"failure {failure} needs a cluster whose log dirs are lazy FUSE "
-                         "filesystems (ClusterSpec(lazy=True)); this one has none")
+                         "filesystems (facility lazy_fs); this one has none")
     return disks[node]
 
 
@@ -132,7 +131,7 @@ POWER_LOSS = Failure(
     "a restart", event="power_loss", restore_event="start", colour="#e7969c",
     label="power loss (un-fsynced writes lost)", backends=BACKENDS, moves_leadership=True,
     leader_gone=GONE_AT_STRIKE, random=False, strike=strike_one, restore=restore_one,
-    watch_isr=True, segments_cut=segments_cut, struck_state="stopped")
+    watch_isr=True, segments_cut=segments_cut, struck_state="stopped", facilities=NEEDS)
 # every node down: no leader can be elected meanwhile, so the nemesis only waits out the
 # downtime (moves_leadership False); nothing is acknowledged after the strike
 POWER_LOSS_ALL = Failure(
@@ -141,7 +140,7 @@ POWER_LOSS_ALL = Failure(
     restore_event="start", colour="#0b6e79", label="power loss of every node",
     backends=BACKENDS, moves_leadership=False, leader_gone=GONE_AT_STRIKE, random=False,
     strike=strike_all, restore=restore_all, segments_cut=segments_cut, struck_state="stopped",
-    availability=WHOLE_OUTAGE)
+    availability=WHOLE_OUTAGE, facilities=NEEDS)
 # every replica of the victim's partitions, the other nodes spared (a cluster larger than the
 # replica set): the partition has no leader until the restore, the rest of the cluster runs
 POWER_LOSS_REPLICAS = Failure(
@@ -150,4 +149,5 @@ POWER_LOSS_REPLICAS = Failure(
     event="power_loss_replicas", restore_event="start", colour="#843c39",
     label="power loss of every replica", backends=BACKENDS, moves_leadership=False,
     leader_gone=GONE_AT_STRIKE, random=False, strike=strike_replicas, restore=restore_all,
-    segments_cut=segments_cut, struck_state="stopped", availability=WHOLE_OUTAGE)
+    segments_cut=segments_cut, struck_state="stopped", availability=WHOLE_OUTAGE,
+    facilities=NEEDS)

@@ -3,7 +3,7 @@ while the producer runs (KIP-853 dynamic quorums, Kafka 3.9+), the way an
 operator does it: ``kafka-metadata-quorum remove-controller`` with the voter's id and
 metadata directory id, later ``add-controller`` with the node's own configuration.
 
-The cluster is formatted as a dynamic quorum (``ClusterSpec(dynamic_quorum=True)``: every
+The cluster is formatted as a dynamic quorum (facility ``dynamic_quorum``: every
 node a voter named at format time, ``controller.quorum.bootstrap.servers``). The victim runs
 on throughout, as a broker and, while removed, as an observer of the metadata log. With
 ``target: controller`` the active controller removes itself: it resigns and the remaining
@@ -108,4 +108,5 @@ FAILURE = Failure(
     "(it runs on as a broker and observer), then added back (dynamic quorum, process backend)",
     event="remove_voter", restore_event="add_voter", colour="#7b4173",
     label="controller voter removed", backends=("process",), moves_leadership=False,
-    leader_gone=GONE_AT_RECOVERY, random=False, strike=strike, restore=restore)
+    leader_gone=GONE_AT_RECOVERY, random=False, strike=strike, restore=restore,
+    facilities=frozenset({"dynamic_quorum"}))

@@ -64,6 +64,16 @@ STRIKE_EVENTS: dict[str, Failure] = {f.event: f for f in FAILURES.values()}
 RESTORE_EVENTS = frozenset(f.restore_event for f in FAILURES.values())
 
 
+def facilities_needed(failure: str | None) -> frozenset[str]:
+    """The node facilities a case whose ``failure`` is this needs its cluster to have: the
+    failure's own, or (``random``) those of every failure ``random`` may draw."""
+    if failure == RANDOM:
+        drawn = [FAILURES[name] for name in RANDOM_FAILURES]
+    else:
+        drawn = [FAILURES[failure]] if failure in FAILURES else []
+    return frozenset().union(*(f.facilities for f in drawn))
+
+
 def failures_on(backend: str) -> tuple[str, ...]:
     """The matrix ``failure`` values a case on ``backend`` may take."""
     return (NONE, *(n for n, f in FAILURES.items() if f.runs_on(backend)), RANDOM)

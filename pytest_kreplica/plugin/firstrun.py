@@ -26,14 +26,15 @@ import pytest
 
 from .. import once
 from ..cluster import distribution, docker_image, faketime, prepared
-from ..cluster.base import CLOCK_FAILURES, LINK_FAILURES
+from ..cluster.base import CLOCK_FAILURES
+from ..cluster.facilities import FACILITIES
 from ..cluster.launcher import Launcher
 from ..errors import KreplicaError
+from ..faults.registry import facilities_needed
 from ..matrix import Case
 from ..validation import spark
 
 NEEDS_KEY = "kreplica_needs_file"
-LINKS = "links"
 CLOCK = "clock"
 
 Need = tuple[str | None, str, tuple[str, ...]]  # Kafka version (None: default), backend, parts
@@ -46,8 +47,8 @@ def case_needs(case: Case) -> set[Need]:
         parts.append("mirror")
     if case.scenario == "upgrade" or case.compat == "upgrade":
         parts.append("tools")
-    if getattr(case, "failure", None) in LINK_FAILURES:
-        parts.append(LINKS)  # the fault proxy (Toxiproxy), not a Kafka component
+    # the node facilities its failures need (a fault proxy, ...), not Kafka components
+    parts.extend(sorted(facilities_needed(getattr(case, "failure", None))))
     if getattr(case, "failure", None) in CLOCK_FAILURES:
         parts.append(CLOCK)  # libfaketime for the node JVMs, not a Kafka component
     versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
@@ -77,20 +78,14 @@ def prepare(needs: Iterable[Need]) -> float:
         merged.setdefault((version, backend), set()).update(parts)
     try:
         for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
-            if LINKS in parts:
-                from ..cluster import linkproxy  # pulls in psutil: the plugin stays light
-
-                try:
-                    linkproxy.ensure_toxiproxy()
-                except Exception as exc:  # the link-fault cases report it themselves
-                    once.say(f"kreplica: preparing the link fault proxy failed: {exc}")
+            _prepare_facilities(parts)
             if CLOCK in parts:
                 try:
                     faketime.ensure_library()
                 except Exception as exc:  # the clock-fault cases report it themselves
                     once.say(f"kreplica: preparing libfaketime failed: {exc}")
             try:
-                dist = distribution.resolve(version, tuple(sorted(parts - {LINKS, CLOCK})))
+                dist = distribution.resolve(version, tuple(sorted(parts - {*FACILITIES, CLOCK})))
                 if backend == "docker":
                     docker_image.ensure_image(dist.version)
                 else:
@@ -105,6 +100,18 @@ def prepare(needs: Iterable[Need]) -> float:
         if spark_job is not None:
             _finish_spark_archive(*spark_job)
     return time.monotonic() - started
+
+
+def _prepare_facilities(parts: set[str]) -> None:
+    """The one-time preparation of every node facility named in ``parts``."""
+    for facility in FACILITIES.values():
+        if facility.name not in parts or facility.prepare is None:
+            continue
+        try:
+            facility.prepare()
+        except Exception as exc:  # the cases that need it report it themselves
+            once.say(f"kreplica: preparing the {facility.name} facility ({facility.doc}) "
+                     f"failed: {exc}")
 
 
 SPARK_ARCHIVE_TIMEOUT_S = 600.0

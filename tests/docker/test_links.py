@@ -1,9 +1,9 @@
 """Link faults on the docker backend: a 3-container cluster whose replication and controller
 links pass the host's Toxiproxy at the cluster network's gateway
-(``ClusterSpec(links=True, backend="docker")``). Each fault is struck, measured on the
-degraded route, restored and measured again; a one-way partition of a leader shrinks its ISR
-while nothing reaches it and regrows it after the heal, with nothing acknowledged lost; no
-proxy outlives the cluster."""
+(``ClusterSpec(facilities={"link_proxy"}, backend="docker")``). Each fault is struck,
+measured on the degraded route, restored and measured again; a one-way partition of a
+leader shrinks its ISR while nothing reaches it and regrows it after the heal, with nothing
+acknowledged lost; no proxy outlives the cluster."""
 
 from __future__ import annotations
 
@@ -23,22 +23,23 @@ from tests.one_way import one_way_cycle
 def links_cluster(docker_client, tmp_path_factory):
     from pytest_kreplica.cluster.docker import DockerCluster
 
-    c = DockerCluster(ClusterSpec(brokers=3, backend="docker", links=True),
+    c = DockerCluster(ClusterSpec(brokers=3, backend="docker",
+                                  facilities=frozenset({"link_proxy"})),
                       tmp_path_factory.mktemp("docker-links"))
     c.start(timeout=180)
-    pid = c.links.pid
+    pid = c.facility("link_proxy").pid
     yield c
     c.close()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, \
         f"Toxiproxy (pid {pid}) outlived close()"
-    assert c.links is None
+    assert c.facility("link_proxy") is None
 
 
 def test_the_nodes_talk_through_the_proxy_on_the_gateway(links_cluster):
     """Every node advertises its route on the gateway for replication and the voters name
     the routes; the proxy carries traffic (its routes saw connections) and clients keep the
     published EXTERNAL ports."""
-    proxy = links_cluster.links
+    proxy = links_cluster.facility("link_proxy")
     gateway = proxy.listen_at
     assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+", gateway) and gateway != "127.0.0.1"
     props = (links_cluster.workdir / "node-1" / "server.properties").read_text()
@@ -71,11 +72,11 @@ def test_fault_acts_in_the_containers_links_and_heals(links_cluster, failure):
     node = links_cluster.partition_state(name, 0).leader
     try:
         measured = links.strike(links_cluster, node, failure)
-        assert len(links_cluster.links.toxics(f"n{node}-replication")) == \
+        assert len(links_cluster.facility("link_proxy").toxics(f"n{node}-replication")) == \
             len(links.LINK_FAULTS[failure].toxics)
     finally:
         healed = links.restore(links_cluster, node, failure)
-    assert links_cluster.links.toxics(f"n{node}-replication") == []
+    assert links_cluster.facility("link_proxy").toxics(f"n{node}-replication") == []
     if failure == "slow_link":
         rtt = float(re.search(r"round trip (\d+) ms", measured).group(1))
         assert rtt >= links.LATENCY_MS, measured

@@ -1,5 +1,5 @@
 """Disk faults on a real 3-node process cluster whose log dirs are small loop-mounted ext4
-filesystems (``ClusterSpec(disks=True)``, run as root).
+filesystems (``ClusterSpec(facilities={"small_disk"})``, run as root).
 
 One cluster is shared by the module; each test leaves it healthy. Each fault is struck on
 the leader while an acks=all producer runs, verified in what the strike measured (the disk
@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.cluster import reaper, smalldisk
+from pytest_kreplica.cluster import smalldisk
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
+from pytest_kreplica.cluster.facilities import sweep_leftovers
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.faults import disk
 from pytest_kreplica.waits import wait_for
@@ -41,7 +42,7 @@ def _images(workdir: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("disks")
-    c = ProcessCluster(ClusterSpec(brokers=3, disks=True), workdir)
+    c = ProcessCluster(ClusterSpec(brokers=3, facilities=frozenset({"small_disk"})), workdir)
     c.start(timeout=START_TIMEOUT)
     points = [n.log_dir for n in c.nodes]
     yield c
@@ -57,8 +58,9 @@ def test_each_log_dir_is_its_own_small_filesystem(cluster):
         source, fstype, options = table[node.log_dir]
         assert fstype == "ext4" and source.startswith("/dev/loop"), table[node.log_dir]
         assert "errors=remount-ro" in options
-        assert smalldisk.backing_file(source) == cluster.disks[node.node_id].image
-        assert cluster.disks[node.node_id].free_bytes() < smalldisk.SIZE_MIB * 1024 * 1024
+        disks = cluster.facility("small_disk")
+        assert smalldisk.backing_file(source) == disks[node.node_id].image
+        assert disks[node.node_id].free_bytes() < smalldisk.SIZE_MIB * 1024 * 1024
         assert (node.log_dir / "meta.properties").exists()
     described = cluster.describe()["disks"]
     assert set(described) == {"1", "2", "3"}
@@ -109,11 +111,12 @@ def test_fault_acts_and_heals_without_acknowledged_loss(cluster, failure):
     if failure == "disk_full":
         before, after = re.search(r"free ([\d.]+ \w+) -> ([\d.]+ \w+)", measured).groups()
         assert after.endswith("bytes") and int(after.split()[0]) <= disk.FULL_SLACK_BYTES
-        assert "filler removed" in healed and not cluster.disks[leader].filler.exists()
+        filler = cluster.facility("small_disk")[leader].filler
+        assert "filler removed" in healed and not filler.exists()
     else:
         assert re.search(r"-> '[^']*\bro\b|emergency_ro", measured), measured
         assert "refused with EROFS" in measured
-        assert "ro" not in cluster.disks[leader].options().split(",")
+        assert "ro" not in cluster.facility("small_disk")[leader].options().split(",")
     assert "restarted" in healed
     seen = read_partition(cluster, topic)
     lost = [(o, v) for o, v in acked if (o, v) not in seen]
@@ -144,7 +147,8 @@ def test_a_killed_session_leaves_mounts_the_next_start_removes(tmp_path, cluster
         import json, time
         from pytest_kreplica.cluster.base import ClusterSpec
         from pytest_kreplica.cluster.process import ProcessCluster
-        c = ProcessCluster(ClusterSpec(brokers=1, disks=True), {str(tmp_path / 'c')!r})
+        c = ProcessCluster(ClusterSpec(brokers=1, facilities=frozenset({{"small_disk"}})),
+                           {str(tmp_path / 'c')!r})
         c.start(timeout=120)
         print(json.dumps([str(n.log_dir) for n in c.nodes]), flush=True)
         time.sleep(600)
@@ -158,7 +162,7 @@ def test_a_killed_session_leaves_mounts_the_next_start_removes(tmp_path, cluster
         child.kill()
     assert all(p in smalldisk.mounts() for p in points), "the mount was gone before the sweep"
     assert _images(tmp_path / "c"), "the image was gone before the sweep"
-    reaper.reap_orphans()
+    sweep_leftovers()  # what every cluster start runs
     table = smalldisk.mounts()
     assert [p for p in points if p in table] == [], "a dead session's mount survived the sweep"
     assert _images(tmp_path / "c") == []

@@ -1,9 +1,10 @@
 """Link faults on a real 3-node process cluster whose links pass a Toxiproxy server.
 
-One cluster (``ClusterSpec(links=True)``) is shared by the module; each test leaves it
-healthy. Every fault is struck, measured on the degraded route, restored and measured again;
-the one-way partition of a leader is watched in metadata: its ISR shrinks while nothing
-reaches it and grows back after the heal, and nothing acknowledged with acks=all is lost.
+One cluster (``ClusterSpec(facilities={"link_proxy"})``) is shared by the module; each test
+leaves it healthy. Every fault is struck, measured on the degraded route, restored and
+measured again; the one-way partition of a leader is watched in metadata: its ISR shrinks
+while nothing reaches it and grows back after the heal, and nothing acknowledged with
+acks=all is lost.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ START_TIMEOUT = 120.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = ProcessCluster(ClusterSpec(brokers=3, links=True), tmp_path_factory.mktemp("links"))
+    c = ProcessCluster(ClusterSpec(brokers=3, facilities=frozenset({"link_proxy"})),
+                       tmp_path_factory.mktemp("links"))
     c.start(timeout=START_TIMEOUT)
-    pid = c.links.pid
+    pid = c.facility("link_proxy").pid
     yield c
     c.close()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, \
@@ -56,18 +58,18 @@ def test_links_are_routed_through_the_proxy(cluster):
     """Brokers advertise their proxy port for replication and the voters name the proxy's
     controller ports; clients keep the nodes' own ports."""
     props = (cluster.workdir / "node-1" / "server.properties").read_text()
-    route = cluster.links.routes["n1-replication"]
+    route = cluster.facility("link_proxy").routes["n1-replication"]
     assert f"REPLICATION://127.0.0.1:{route.listen}" in props
     assert "inter.broker.listener.name=REPLICATION" in props
     for node in cluster.nodes:
-        ctrl = cluster.links.routes[f"n{node.node_id}-controller"]
+        ctrl = cluster.facility("link_proxy").routes[f"n{node.node_id}-controller"]
         assert f"{node.node_id}@127.0.0.1:{ctrl.listen}" in props
         assert ctrl.upstream == node.controller_port
     assert cluster.bootstrap_servers == ",".join(n.address for n in cluster.nodes)
     described = json.loads((cluster.workdir / "links.json").read_text())
     assert described["routes"]["n1-replication"] == \
         f"127.0.0.1:{route.listen} -> 127.0.0.1:{route.upstream}"
-    assert described["pid"] == cluster.links.pid
+    assert described["pid"] == cluster.facility("link_proxy").pid
 
 
 @pytest.mark.parametrize("failure", sorted(links.LINK_FAULTS))
@@ -75,11 +77,11 @@ def test_fault_acts_and_heals(cluster, topic, failure):
     node = cluster.partition_state(topic, 0).leader
     try:
         measured = links.strike(cluster, node, failure)
-        toxics = cluster.links.toxics(f"n{node}-replication")
+        toxics = cluster.facility("link_proxy").toxics(f"n{node}-replication")
         assert len(toxics) == len(links.LINK_FAULTS[failure].toxics), toxics
     finally:
         healed = links.restore(cluster, node, failure)
-    assert cluster.links.toxics(f"n{node}-replication") == []
+    assert cluster.facility("link_proxy").toxics(f"n{node}-replication") == []
     if failure == "slow_link":
         rtt = float(re.search(r"round trip (\d+) ms", measured).group(1))
         rate = float(re.search(r"([\d.]+) KiB/s", measured).group(1))

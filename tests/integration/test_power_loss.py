@@ -1,5 +1,5 @@
 """Power loss on a real 3-node process cluster whose log dirs are lazy FUSE filesystems
-(``ClusterSpec(lazy=True)``, cluster/lazyfs.py; root mounts without fusermount3).
+(``ClusterSpec(facilities={"lazy_fs"})``, cluster/lazyfs.py; root mounts without fusermount3).
 
 One cluster is shared by the module; each test leaves it healthy. The leader's power loss
 drops what it had not fsynced and loses nothing acknowledged with acks=all (the followers
@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.cluster import lazymount, reaper
+from pytest_kreplica.cluster import lazymount
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
+from pytest_kreplica.cluster.facilities import sweep_leftovers
 from pytest_kreplica.cluster.process import ProcessCluster
 from pytest_kreplica.faults import moves, power
 from pytest_kreplica.waits import wait_for
@@ -39,14 +40,14 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("lazy")
-    c = ProcessCluster(ClusterSpec(brokers=3, lazy=True), workdir)
+    c = ProcessCluster(ClusterSpec(brokers=3, facilities=frozenset({"lazy_fs"})), workdir)
     c.start(timeout=START_TIMEOUT)
     points = [n.log_dir for n in c.nodes]
     yield c
     c.close()
     left = [p for p in points if p in lazymount.mounts()]
     assert left == [], f"mounts outlived close(): {left}"
-    daemons = [d.proc.pid for d in c.disks.disks.values() if d.proc.poll() is None]
+    daemons = [d.proc.pid for d in c.facility("lazy_fs").disks.values() if d.proc.poll() is None]
     assert daemons == [], f"lazyfs daemons outlived close(): {daemons}"
 
 
@@ -67,7 +68,7 @@ def test_each_log_dir_is_a_lazy_fuse_filesystem(cluster):
     for node in cluster.nodes:
         source, fstype = table[node.log_dir]
         assert fstype == lazymount.FSTYPE and lazymount.SOURCE_RE.match(source), source
-        disk = cluster.disks[node.node_id]
+        disk = cluster.facility("lazy_fs")[node.node_id]
         assert (node.log_dir / "meta.properties").read_bytes() == \
             (disk.backing / "meta.properties").read_bytes()
     assert set(cluster.describe()["disks"]) == {"1", "2", "3"}
@@ -173,7 +174,8 @@ def test_a_killed_session_leaves_mounts_the_next_start_removes(tmp_path, cluster
         import json, time
         from pytest_kreplica.cluster.base import ClusterSpec
         from pytest_kreplica.cluster.process import ProcessCluster
-        c = ProcessCluster(ClusterSpec(brokers=1, lazy=True), {str(tmp_path / 'c')!r})
+        c = ProcessCluster(ClusterSpec(brokers=1, facilities=frozenset({{"lazy_fs"}})),
+                           {str(tmp_path / 'c')!r})
         c.start(timeout=120)
         print(json.dumps([str(n.log_dir) for n in c.nodes]), flush=True)
         time.sleep(600)
@@ -186,7 +188,7 @@ def test_a_killed_session_leaves_mounts_the_next_start_removes(tmp_path, cluster
     finally:
         child.kill()
     assert all(p in lazymount.mounts() for p in points), "the mount was gone before the sweep"
-    reaper.reap_orphans()
+    sweep_leftovers()  # what every cluster start runs
     table = lazymount.mounts()
     assert [p for p in points if p in table] == [], "a dead session's mount survived the sweep"
     assert all(n.log_dir in table for n in cluster.nodes), "the sweep took a live mount"

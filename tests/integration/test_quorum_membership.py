@@ -22,7 +22,7 @@ START_TIMEOUT = 120.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = ProcessCluster(ClusterSpec(brokers=3, dynamic_quorum=True),
+    c = ProcessCluster(ClusterSpec(brokers=3, facilities=frozenset({"dynamic_quorum"})),
                        tmp_path_factory.mktemp("quorum"))
     c.start(timeout=START_TIMEOUT)
     yield c

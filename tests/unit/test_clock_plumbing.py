@@ -111,7 +111,7 @@ def test_clock_fault_cases_get_a_preloaded_cluster_of_their_own():
         return SimpleNamespace(brokers=3, kafka_version=None, backend="process",
                                failure=failure)
     plain, skewed = cluster_spec(case("hard")), cluster_spec(case("clock_strobe"))
-    assert not plain.clock and skewed.clock and not skewed.links
+    assert not plain.clock and skewed.clock and not skewed.facilities
     assert spec_key(skewed) == spec_key(plain) + "-clock"
 
 

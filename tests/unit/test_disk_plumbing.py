@@ -10,12 +10,15 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_kreplica.cluster import smalldisk
-from pytest_kreplica.cluster.base import DISK_FAILURES, ClusterSpec
+from pytest_kreplica.cluster.base import ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import disk
 from pytest_kreplica.matrix import load_matrix
 from tests.matrix_lines import matrix_error_line
+
+DISK_FAILURES = ("disk_full", "disk_readonly")
+DISKS = frozenset({"small_disk"})
 
 
 def _case(failure):
@@ -26,10 +29,10 @@ def _case(failure):
 
 def test_disk_fault_cases_get_a_cluster_with_small_disks():
     plain, full = cluster_spec(_case("hard")), cluster_spec(_case("disk_full"))
-    assert not plain.disks and full.disks and not full.links
+    assert not plain.facilities and full.facilities == DISKS
     assert cluster_spec(_case("disk_readonly")) == full
     assert spec_key(full) == spec_key(plain) + "-disks"
-    assert ClusterSpec(disks=True).with_config(acks="all").disks
+    assert ClusterSpec(facilities=DISKS).with_config(acks="all").facilities == DISKS
 
 
 def test_a_disk_fault_on_an_external_cluster_is_one_matrix_line(tmp_path):
@@ -50,6 +53,7 @@ def test_the_disk_faults_matrix_has_a_ci_case_per_value():
 def test_the_registry_holds_the_disk_faults():
     from pytest_kreplica.faults import FAILURES, RANDOM_FAILURES, failures_on
 
+    assert {n for n, f in FAILURES.items() if "small_disk" in f.facilities} == set(DISK_FAILURES)
     for name in DISK_FAILURES:
         failure = FAILURES[name]
         assert failure.event == name and failure.restore_event == "heal"
@@ -70,8 +74,8 @@ def test_without_root_mounting_is_one_line(monkeypatch):
 
 
 def test_a_cluster_without_disks_cannot_take_the_fault():
-    with pytest.raises(InputError, match="ClusterSpec\\(disks=True\\)"):
-        disk.strike_full(SimpleNamespace(), 1)
+    with pytest.raises(InputError, match="facility small_disk"):
+        disk.strike_full(SimpleNamespace(facility=lambda name: None), 1)
 
 
 def test_sweep_takes_only_mounts_of_dead_owners(monkeypatch, tmp_path):

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_kreplica.cluster import config, linkproxy
-from pytest_kreplica.cluster.base import LINK_FAILURES, ClusterSpec
+from pytest_kreplica.cluster.base import ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import linkprobe, links
@@ -30,6 +30,9 @@ def proxy(tmp_path):
     yield p
     p.close()
 
+
+LINK_FAILURES = ("slow_link", "lossy_link", "flaky_link", "one_way_partition")
+LINKS = frozenset({"link_proxy"})
 
 def test_plan_routes_every_node_twice_and_voters_name_the_proxy(proxy):
     assert sorted(proxy.routes) == ["n1-controller", "n1-replication", "n2-controller",
@@ -54,9 +57,10 @@ def test_node_properties_add_a_proxied_replication_listener(proxy):
 
 
 def test_spec_with_config_keeps_links():
-    spec = ClusterSpec(brokers=3, links=True, role="source").with_config(acks="all")
-    assert spec.links and spec.role == "source" and spec.broker_config == (("acks", "all"),)
-    assert ClusterSpec() != ClusterSpec(links=True)  # separate clusters in the pool
+    spec = ClusterSpec(brokers=3, facilities=LINKS, role="source").with_config(acks="all")
+    assert spec.facilities == LINKS and spec.role == "source"
+    assert spec.broker_config == (("acks", "all"),)
+    assert ClusterSpec() != ClusterSpec(facilities=LINKS)  # separate clusters in the pool
 
 
 def test_missing_go_is_one_line(monkeypatch, tmp_path):
@@ -69,14 +73,18 @@ def test_missing_go_is_one_line(monkeypatch, tmp_path):
 
 def test_strike_needs_a_cluster_with_links():
     class Plain:
-        links = None
+        def facility(self, name):
+            return None
 
     with pytest.raises(InputError, match="slow_link needs a cluster whose links pass"):
         links.strike(Plain(), 1, "slow_link")
 
 
 def test_fault_names_match_what_the_cluster_routes_for():
+    from pytest_kreplica.faults import FAILURES
+
     assert set(links.LINK_FAULTS) == set(LINK_FAILURES)
+    assert {n for n, f in FAILURES.items() if "link_proxy" in f.facilities} == set(LINK_FAILURES)
 
 
 @contextlib.contextmanager
@@ -148,7 +156,7 @@ def _case(failure):
 
 def test_link_fault_cases_get_a_cluster_of_their_own():
     plain, slow = cluster_spec(_case("hard")), cluster_spec(_case("slow_link"))
-    assert not plain.links and slow.links
+    assert not plain.facilities and slow.facilities == LINKS
     assert spec_key(slow) == spec_key(plain) + "-links"
 
 
@@ -160,7 +168,7 @@ def test_first_run_builds_the_proxy_for_link_fault_cases(monkeypatch):
                         lambda version, parts: (_ for _ in ()).throw(RuntimeError(parts)))
     assert firstrun.case_needs(_case("hard")) == {(None, "process", ("broker",))}
     needs = firstrun.case_needs(_case("one_way_partition"))
-    assert needs == {(None, "process", ("broker", "links"))}
+    assert needs == {(None, "process", ("broker", "link_proxy"))}
     firstrun.prepare(needs)  # resolve "fails" (stubbed): the proxy step ran before it
     assert built == [1]
 

@@ -9,13 +9,16 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_kreplica.cluster import lazymount
-from pytest_kreplica.cluster.base import POWER_FAILURES, ClusterSpec
+from pytest_kreplica.cluster.base import ClusterSpec
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.cluster.ports import process_identity
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import power
 from pytest_kreplica.matrix import load_matrix
 from tests.matrix_lines import matrix_error_line
+
+POWER_FAILURES = ("power_loss", "power_loss_all", "power_loss_replicas")
+LAZY = frozenset({"lazy_fs"})
 
 
 def _case(failure):
@@ -26,10 +29,10 @@ def _case(failure):
 
 def test_power_loss_cases_get_a_cluster_on_lazy_filesystems():
     plain, lazy = cluster_spec(_case("hard")), cluster_spec(_case("power_loss"))
-    assert lazy.lazy and not plain.lazy and not lazy.disks
+    assert lazy.facilities == LAZY and not plain.facilities
     assert cluster_spec(_case("power_loss_all")) == lazy
     assert spec_key(lazy) == spec_key(plain) + "-lazy"
-    assert ClusterSpec(lazy=True).with_config(acks="all").lazy
+    assert ClusterSpec(facilities=LAZY).with_config(acks="all").facilities == LAZY
 
 
 def test_power_loss_on_an_external_cluster_is_one_matrix_line(tmp_path):
@@ -40,6 +43,7 @@ def test_power_loss_on_an_external_cluster_is_one_matrix_line(tmp_path):
 def test_the_registry_holds_the_power_faults():
     from pytest_kreplica.faults import FAILURES, RANDOM_FAILURES, failures_on
 
+    assert {n for n, f in FAILURES.items() if "lazy_fs" in f.facilities} == set(POWER_FAILURES)
     for name in POWER_FAILURES:
         failure = FAILURES[name]
         assert failure.event == name and failure.backends == ("process", "docker")
@@ -57,8 +61,8 @@ def test_the_power_loss_matrix_has_a_ci_case_per_value():
 
 
 def test_a_cluster_without_lazy_filesystems_cannot_take_the_fault():
-    with pytest.raises(InputError, match="ClusterSpec\\(lazy=True\\)"):
-        power.strike_one(SimpleNamespace(disks=None), 1)
+    with pytest.raises(InputError, match="facility lazy_fs"):
+        power.strike_one(SimpleNamespace(facility=lambda name: None), 1)
 
 
 def test_without_root_or_fusermount3_mounting_is_one_line(monkeypatch):
