@@ -24,10 +24,6 @@ class NodeState(enum.Enum):
     STOPPED = "stopped"  # exited after terminate / kill / stop
 
 
-# failure values whose cases need a cluster with ``clock`` (faults/clock.py defines them)
-CLOCK_FAILURES = ("clock_skew", "clock_skew_back", "clock_strobe")
-
-
 @dataclass(frozen=True)
 class ClusterSpec:
     """What makes two clusters interchangeable: cases with equal specs share one cluster."""
@@ -39,8 +35,6 @@ class ClusterSpec:
     # tells apart clusters a case needs several of (mirrored runs: "source" / "target");
     # "" for the single cluster of an ordinary case
     role: str = ""
-    # libfaketime preloaded into the node JVMs, each clock offset 0 until a clock fault
-    clock: bool = False
     # the node facilities the cluster's faults need (names of ``cluster.facilities``'s
     # FACILITIES: a proxy in front of the links, small disks, ...); the backend attaches them
     facilities: frozenset[str] = frozenset()

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NodeError
 from ..waits import tail
-from . import config, distribution, faketime, ports, reaper
+from . import config, distribution, ports, reaper
 from . import facilities as kfacilities
 from .admin import AdminCluster
 from .base import ClusterSpec, Node, NodeState
@@ -50,7 +50,6 @@ INTERNAL_PORT = 9092
 CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 19092
 MOUNT = "/kreplica"  # node dir inside the container: node.sh, configs, data/, server.log
-FAKETIME_MOUNT = "/kreplica-faketime"  # the host's libfaketime directory (clock faults)
 
 _STATES = {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}
 
@@ -78,7 +77,6 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         self._lock = threading.RLock()  # AdminCluster's cached admin client
         self._admin_client = None
         self._admin_key: str | None = None
-        self.clocks: faketime.Clocks | None = None  # spec.clock: libfaketime preloaded
         self.attached = kfacilities.Attached()  # spec.facilities, attached at the start
 
     # -- engine and names ----------------------------------------------------------------
@@ -184,7 +182,6 @@ class DockerCluster(IptablesPartitions, AdminCluster):
                                     controller_port=CONTROLLER_PORT,
                                     log_dir=node_dir / "data",
                                     log_file=node_dir / "server.log"))
-        self.clocks = faketime.for_cluster(self.spec, self._nodes)  # offset files at +0
         # attached on the host before the bind mounts: a container's bind mount of its node
         # dir takes a disk mounted at its data dir along
         self.attached = kfacilities.attach(self.spec.facilities, kfacilities.Site(
@@ -245,13 +242,10 @@ class DockerCluster(IptablesPartitions, AdminCluster):
                 "KREPLICA_JVM_OPTS": shlex.join([*flags, *owner]),
                 "KREPLICA_TOOL_OPTS": shlex.join(flags),
                 "HOME": "/tmp",
-                **(self.clocks.container_env(FAKETIME_MOUNT, MOUNT) if self.clocks else {}),
                 **extra.environment,
             },
             volumes={str(node.log_dir.parent): {"bind": MOUNT, "mode": "rw"},
-                     **({str(self.clocks.library.parent): {"bind": FAKETIME_MOUNT,
-                                                           "mode": "ro"}}
-                        if self.clocks else {}), **extra.volumes},
+                     **extra.volumes},
             ports={f"{EXTERNAL_PORT}/tcp": ("127.0.0.1", node.port), **extra.ports},
             network=self._network.name,
             cap_add=["NET_ADMIN"],

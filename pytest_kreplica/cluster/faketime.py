@@ -34,17 +34,12 @@ import contextlib
 import glob
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import once
 from ..cache import cache_dir
 from . import debpkg
-
-if TYPE_CHECKING:
-    from .base import ClusterSpec, Node
 
 VERSION = "0.9.10-2.1"  # Debian bookworm's
 POOL_URL = ("https://deb.debian.org/debian/pool/main/f/faketime/"
@@ -138,10 +133,15 @@ class Clocks:
     def offset(self, node: int) -> float:
         return float(self.offset_file(node).read_text().strip())
 
+    def preload(self, node: int) -> dict[str, str]:
+        """What the node JVM's environment adds to this process's: the preload (after any
+        ``LD_PRELOAD`` of this process's) and libfaketime's settings."""
+        preload = " ".join(p for p in (str(self.library), os.environ.get("LD_PRELOAD")) if p)
+        return preload_env(preload, str(self.offset_file(node)))
+
     def env(self, node: int) -> dict[str, str]:
         """The node JVM's environment: this process's plus the preload."""
-        preload = " ".join(p for p in (str(self.library), os.environ.get("LD_PRELOAD")) if p)
-        return {**os.environ, **preload_env(preload, str(self.offset_file(node)))}
+        return {**os.environ, **self.preload(node)}
 
     def container_env(self, library_dir: str, home: str) -> dict[str, str]:
         """The preload of a node in a container that has the library's directory at
@@ -170,10 +170,3 @@ def preload_env(preload: str, offset_file: str) -> dict[str, str]:
     return {"LD_PRELOAD": preload, "FAKETIME_TIMESTAMP_FILE": offset_file,
             "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
-
-
-def for_cluster(spec: ClusterSpec, nodes: Iterable[Node]) -> Clocks | None:
-    """The clocks of a cluster whose spec asks for them (``clock``), offsets at 0."""
-    if not getattr(spec, "clock", False):
-        return None
-    return Clocks.plan({n.node_id: n.log_file.parent for n in nodes})

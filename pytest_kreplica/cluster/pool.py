@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
 from ..faults.registry import facilities_needed
-from .base import CLOCK_FAILURES, Cluster, ClusterSpec
+from .base import Cluster, ClusterSpec
 from .facilities import key_suffix
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ def cluster_spec(case: Case) -> ClusterSpec:
     node facilities are those the case's failures need (``Failure.facilities``)."""
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
                        backend=case.backend,
-                       clock=getattr(case, "failure", None) in CLOCK_FAILURES,
                        facilities=facilities_needed(getattr(case, "failure", None)))
 
 
@@ -44,8 +43,7 @@ def spec_key(spec: ClusterSpec) -> str:
     version = spec.kafka_version or "default"
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
-    clock = "-clock" if getattr(spec, "clock", False) else ""
-    return (f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}{clock}"
+    return (f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}"
             f"{key_suffix(getattr(spec, 'facilities', ()))}")
 
 

@@ -24,7 +24,7 @@ import psutil
 from ..errors import ClusterError, NodeError
 from ..waits import last_error_line
 from . import config as kconfig
-from . import distribution, faketime, prepared, reaper
+from . import distribution, prepared, reaper
 from . import facilities as kfacilities
 from . import formatting as kformat
 from . import ports as kports
@@ -66,7 +66,6 @@ class ProcessCluster(AdminCluster):
         self._admin_client, self._admin_key = None, None
         self._lock = threading.RLock()
         self.timings: dict[str, float] = {}
-        self.clocks: faketime.Clocks | None = None  # spec.clock: the preloaded clocks
         self.attached = kfacilities.Attached()  # spec.facilities, attached at the start
 
     # -- description ---------------------------------------------------------------------------
@@ -166,7 +165,6 @@ class ProcessCluster(AdminCluster):
             props = self.attached.node_properties(addr.node_id, props)
             (node.log_file.parent / "server.properties").write_text(
                 kconfig.render_properties(props))
-        self.clocks = faketime.for_cluster(self.spec, self._nodes)
 
     def _jvm_command(self, node: Node | None, main_class: str, *args: str) -> list[str]:
         assert self.dist is not None
@@ -190,8 +188,6 @@ class ProcessCluster(AdminCluster):
         props = str(node.log_file.with_name("server.properties"))
         extra = self.attached.environment(node.node_id)
         env = {**os.environ, **extra} if extra else None
-        if self.clocks:
-            env = self.clocks.env(node.node_id)
         proc = self._popen(self._jvm_command(node, "kafka.Kafka", props), node.log_file, env)
         with self._lock:
             self._procs[node.node_id] = proc
@@ -341,10 +337,7 @@ class ProcessCluster(AdminCluster):
         for proc in procs:  # strays left in a node's process group
             self._signal_group(proc, signal.SIGKILL)
         self._states.update(dict.fromkeys(self._procs, NodeState.STOPPED))
-        # the facilities (a fault proxy, the disks) and the clocks' leftovers: after every JVM
-        self.attached.close()
-        if self.clocks is not None:
-            self.clocks.close()
+        self.attached.close()  # the facilities (a fault proxy, the disks): after every JVM
         if not self.detached:
             kports.release_ports(self._ports)
             self._ports = []

@@ -77,12 +77,11 @@ _strobes: dict[tuple[int, int], _Strobe] = {}  # (id(clocks), node) -> its runni
 
 def clocks_of(cluster: Any, failure: str) -> Clocks:
     """The cluster's preloaded clocks; a cluster started without them cannot be skewed."""
-    clocks = getattr(cluster, "clocks", None)
+    clocks = cluster.facility("fake_clock")
     if clocks is None:
         raise InputError(f"failure {failure} needs a cluster whose nodes run under "
-                         "libfaketime (process or docker backend, ClusterSpec(clock=True)); "
-                         "this one "
-                         "has none")
+                         "libfaketime (process or docker backend, facility fake_clock); "
+                         "this one has none")
     return clocks
 
 
@@ -140,7 +139,7 @@ def _failure(fault: ClockFault, colour: str, label: str) -> Failure:
     """The registry's entry: a degrading fault (``failure.degrading``) (a
     leader's clock jumping ahead makes its followers look out of sync)."""
     return degrading(fault.name, fault.doc, "clock-reset", colour, label, strike, restore,
-                     backends=("process", "docker"))
+                     backends=("process", "docker"), facilities=frozenset({"fake_clock"}))
 
 
 # the FAILURES registry's entries (faults/registry.py: one line)

@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 
 from .. import once
-from ..cluster import distribution, docker_image, faketime, prepared
-from ..cluster.base import CLOCK_FAILURES
+from ..cluster import distribution, docker_image, prepared
 from ..cluster.facilities import FACILITIES
 from ..cluster.launcher import Launcher
 from ..errors import KreplicaError
@@ -35,7 +34,6 @@ from ..matrix import Case
 from ..validation import spark
 
 NEEDS_KEY = "kreplica_needs_file"
-CLOCK = "clock"
 
 Need = tuple[str | None, str, tuple[str, ...]]  # Kafka version (None: default), backend, parts
 
@@ -49,8 +47,6 @@ def case_needs(case: Case) -> set[Need]:
         parts.append("tools")
     # the node facilities its failures need (a fault proxy, ...), not Kafka components
     parts.extend(sorted(facilities_needed(getattr(case, "failure", None))))
-    if getattr(case, "failure", None) in CLOCK_FAILURES:
-        parts.append(CLOCK)  # libfaketime for the node JVMs, not a Kafka component
     versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
     return {(v, case.backend, tuple(parts)) for v in versions}
 
@@ -79,13 +75,8 @@ def prepare(needs: Iterable[Need]) -> float:
     try:
         for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
             _prepare_facilities(parts)
-            if CLOCK in parts:
-                try:
-                    faketime.ensure_library()
-                except Exception as exc:  # the clock-fault cases report it themselves
-                    once.say(f"kreplica: preparing libfaketime failed: {exc}")
             try:
-                dist = distribution.resolve(version, tuple(sorted(parts - {*FACILITIES, CLOCK})))
+                dist = distribution.resolve(version, tuple(sorted(parts - set(FACILITIES))))
                 if backend == "docker":
                     docker_image.ensure_image(dist.version)
                 else:

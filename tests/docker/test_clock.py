@@ -1,5 +1,6 @@
 """Clock faults on the docker backend: a 3-container cluster whose JVMs run under the host's
-libfaketime, mounted into each container (``ClusterSpec(clock=True, backend="docker")``).
+libfaketime, mounted into each container
+(``ClusterSpec(facilities={"fake_clock"}, backend="docker")``).
 Each fault is read back from the skewed node's own ``LogAppendTime`` and reset; the other
 nodes' clocks do not move, and writes keep being acknowledged through it."""
 
@@ -11,7 +12,8 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.docker import FAKETIME_MOUNT, MOUNT
+from pytest_kreplica.cluster.docker import MOUNT
+from pytest_kreplica.cluster.facilities.fake_clock import MOUNT as FAKETIME_MOUNT
 from pytest_kreplica.faults import clock
 from pytest_kreplica.faults.clockprobe import ClockProbe
 
@@ -20,7 +22,8 @@ from pytest_kreplica.faults.clockprobe import ClockProbe
 def clock_cluster(docker_client, tmp_path_factory):
     from pytest_kreplica.cluster.docker import DockerCluster
 
-    c = DockerCluster(ClusterSpec(brokers=3, backend="docker", clock=True),
+    c = DockerCluster(ClusterSpec(brokers=3, backend="docker",
+                                  facilities=frozenset({"fake_clock"})),
                       tmp_path_factory.mktemp("docker-clock"))
     c.start(timeout=180)
     yield c
@@ -35,7 +38,7 @@ def test_every_container_jvm_is_preloaded_at_offset_zero(clock_cluster):
     probe = ClockProbe(clock_cluster)
     try:
         for node in clock_cluster.nodes:
-            assert node.pid and clock_cluster.clocks.loaded(node.pid), \
+            assert node.pid and clock_cluster.facility("fake_clock").loaded(node.pid), \
                 f"node {node.node_id} (pid {node.pid}): no libfaketime mapped"
             probe.wait_skew(node.node_id, 0.0, clock.TOLERANCE_S, 15, "a fresh node")
     finally:

@@ -1,7 +1,7 @@
 """Clock faults on a real 3-node process cluster whose JVMs run under libfaketime.
 
-One cluster (``ClusterSpec(clock=True)``) is shared by the module; each test leaves every
-clock at offset 0. Every fault is struck, read back from the skewed node's own
+One cluster (``ClusterSpec(facilities={"fake_clock"})``) is shared by the module; each test
+leaves every clock at offset 0. Every fault is struck, read back from the skewed node's own
 ``LogAppendTime`` (about the requested offset), restored and read back again (about 0);
 the nodes keep serving acks=all writes through it, and a SIGKILLed session leaves no
 preloaded JVM behind.
@@ -32,7 +32,8 @@ START_TIMEOUT = 120.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = ProcessCluster(ClusterSpec(brokers=3, clock=True), tmp_path_factory.mktemp("clock"))
+    c = ProcessCluster(ClusterSpec(brokers=3, facilities=frozenset({"fake_clock"})),
+                       tmp_path_factory.mktemp("clock"))
     c.start(timeout=START_TIMEOUT)
     yield c
     c.close()
@@ -48,8 +49,9 @@ def test_every_node_starts_preloaded_at_offset_zero(cluster):
     probe = ClockProbe(cluster)
     try:
         for node in cluster.nodes:
-            assert cluster.clocks.loaded(node.pid), f"node {node.node_id}: no libfaketime"
-            assert cluster.clocks.offset(node.node_id) == 0.0
+            clocks = cluster.facility("fake_clock")
+            assert clocks.loaded(node.pid), f"node {node.node_id}: no libfaketime"
+            assert clocks.offset(node.node_id) == 0.0
             probe.wait_skew(node.node_id, 0.0, clock.TOLERANCE_S, 15, "a fresh node")
     finally:
         probe.close()
@@ -88,7 +90,7 @@ def test_fault_acts_and_heals(cluster, failure):
     else:
         assert abs(_skew(measured) - fault.offset_s) < clock.TOLERANCE_S, measured
     assert abs(_skew(healed)) < clock.TOLERANCE_S, healed
-    assert cluster.clocks.offset(node) == 0.0
+    assert cluster.facility("fake_clock").offset(node) == 0.0
     assert not clock._strobes, "a strobe thread outlived its restore"
 
 
@@ -157,7 +159,8 @@ def test_no_preloaded_jvm_outlives_a_sigkilled_session(tmp_path):
         import time
         from pytest_kreplica.cluster.base import ClusterSpec
         from pytest_kreplica.cluster.process import ProcessCluster
-        c = ProcessCluster(ClusterSpec(brokers=1, clock=True), {str(tmp_path)!r})
+        c = ProcessCluster(ClusterSpec(brokers=1, facilities=frozenset({{"fake_clock"}})),
+                           {str(tmp_path)!r})
         c.start(timeout=120)
         print(c.nodes[0].pid, flush=True)
         time.sleep(600)

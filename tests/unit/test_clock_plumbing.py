@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_kreplica.cluster import debpkg, faketime
-from pytest_kreplica.cluster.base import CLOCK_FAILURES
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import clock
@@ -19,6 +18,9 @@ from pytest_kreplica.faults.registry import FAILURES, RANDOM_FAILURES, failures_
 from pytest_kreplica.matrix import load_matrix
 from pytest_kreplica.plugin import firstrun
 from tests.matrix_lines import matrix_error_line
+
+CLOCK_FAILURES = ("clock_skew", "clock_skew_back", "clock_strobe")
+CLOCK = frozenset({"fake_clock"})
 
 
 @pytest.fixture
@@ -97,6 +99,7 @@ def test_without_apt_the_pinned_pool_package_must_match_its_digest(monkeypatch, 
 
 def test_registry_entries_run_on_process_and_docker_never_random_and_watch_the_isr():
     assert set(CLOCK_FAILURES) == set(clock.CLOCK_FAULTS)
+    assert {n for n, f in FAILURES.items() if "fake_clock" in f.facilities} == set(CLOCK_FAILURES)
     for name in CLOCK_FAILURES:
         failure = FAILURES[name]
         assert failure.backends == ("process", "docker") and not failure.random
@@ -111,13 +114,13 @@ def test_clock_fault_cases_get_a_preloaded_cluster_of_their_own():
         return SimpleNamespace(brokers=3, kafka_version=None, backend="process",
                                failure=failure)
     plain, skewed = cluster_spec(case("hard")), cluster_spec(case("clock_strobe"))
-    assert not plain.clock and skewed.clock and not skewed.facilities
+    assert not plain.facilities and skewed.facilities == CLOCK
     assert spec_key(skewed) == spec_key(plain) + "-clock"
 
 
 def test_a_cluster_without_clocks_refuses_a_clock_fault():
     with pytest.raises(InputError, match="libfaketime"):
-        clock.strike(SimpleNamespace(clocks=None), 1, "clock_skew")
+        clock.strike(SimpleNamespace(facility=lambda name: None), 1, "clock_skew")
 
 
 def test_a_clock_fault_on_an_external_cluster_is_one_matrix_line(tmp_path):
@@ -142,6 +145,6 @@ def test_first_run_fetches_the_library_for_clock_fault_cases(monkeypatch):
                            failure="clock_skew", scenario="replication", compat="mirror-pair",
                            target_kafka_version=None)
     needs = firstrun.case_needs(case)
-    assert needs == {(None, "process", ("broker", "clock"))}
+    assert needs == {(None, "process", ("broker", "fake_clock"))}
     firstrun.prepare(needs)  # resolve "fails" (stubbed): the library step ran before it
     assert fetched == [1]

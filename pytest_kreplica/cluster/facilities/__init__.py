@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ...errors import InputError
-from . import dynamic_quorum, lazy_fs, link_proxy, small_disk
+from . import dynamic_quorum, fake_clock, lazy_fs, link_proxy, small_disk
 from .attached import Attached
 from .facility import Attachment, ContainerParts, Facility, HelperAttachment, Site
 
@@ -22,6 +22,7 @@ __all__ = ["FACILITIES", "Attached", "Attachment", "ContainerParts", "Facility",
 
 FACILITIES: dict[str, Facility] = {f.name: f for f in (
     link_proxy.FACILITY,
+    fake_clock.FACILITY,
     small_disk.FACILITY,
     lazy_fs.FACILITY,
     dynamic_quorum.FACILITY,
