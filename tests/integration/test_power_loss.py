@@ -43,11 +43,12 @@ def cluster(tmp_path_factory):
     c = ProcessCluster(ClusterSpec(brokers=3, facilities=frozenset({"lazy_fs"})), workdir)
     c.start(timeout=START_TIMEOUT)
     points = [n.log_dir for n in c.nodes]
+    disks = c.facility("lazy_fs")  # a closed cluster has no facilities any more
     yield c
     c.close()
     left = [p for p in points if p in lazymount.mounts()]
     assert left == [], f"mounts outlived close(): {left}"
-    daemons = [d.proc.pid for d in c.facility("lazy_fs").disks.values() if d.proc.poll() is None]
+    daemons = [d.proc.pid for d in disks.disks.values() if d.proc.poll() is None]
     assert daemons == [], f"lazyfs daemons outlived close(): {daemons}"
 
 
