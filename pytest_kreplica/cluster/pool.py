@@ -44,7 +44,7 @@ def spec_key(spec: ClusterSpec) -> str:
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
     return (f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}"
-            f"{key_suffix(getattr(spec, 'facilities', ()))}")
+            f"{key_suffix(spec.facilities)}")
 
 
 class ClusterPool:
