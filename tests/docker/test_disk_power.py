@@ -57,7 +57,7 @@ def _under_load(cluster, topic, strike, restore):
     return measured, restored
 
 
-@pytest.mark.parametrize("disk_cluster", [{"disks": True}], indirect=True)
+@pytest.mark.parametrize("disk_cluster", [{"facilities": frozenset({"small_disk"})}], indirect=True)
 def test_disk_full_and_readonly_act_inside_the_container(disk_cluster):
     measured, restored = _under_load(disk_cluster, "docker-full", disk.strike_full,
                                      disk.restore_full)
@@ -69,7 +69,7 @@ def test_disk_full_and_readonly_act_inside_the_container(disk_cluster):
     assert "remounted" in restored and "after e2fsck" in restored, restored
 
 
-@pytest.mark.parametrize("disk_cluster", [{"lazy": True}], indirect=True)
+@pytest.mark.parametrize("disk_cluster", [{"facilities": frozenset({"lazy_fs"})}], indirect=True)
 def test_power_loss_drops_the_containers_unsynced_writes(disk_cluster):
     measured, restored = _under_load(disk_cluster, "docker-power", power.strike_one,
                                      power.restore_one)
