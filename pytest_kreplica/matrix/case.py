@@ -76,6 +76,7 @@ if TYPE_CHECKING:
         mirror_semantics: str
         compat: str
         backend: str
+        tiered: str
         failure: str
         target: str
         failures: int

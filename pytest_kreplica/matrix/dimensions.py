@@ -56,6 +56,15 @@ def _boolean(value: Any) -> bool:
     raise InvalidValue("true | false")
 
 
+def _on_off(value: Any) -> str:
+    """``off`` / ``on`` (YAML reads a bare on / off as true / false: both spellings count)."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value in ("off", "on"):
+        return value
+    raise InvalidValue("off | on")
+
+
 def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise InvalidValue("a number of seconds >= 0")
@@ -239,6 +248,12 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               type="str"),
     Dimension("backend", _choice(*_BACKENDS), "process", lambda v: v,
               lambda v: [f"backend_{v}"], _BACKENDS, doc="cluster backend", type="str"),
+    Dimension("tiered", _on_off, "off", lambda v: f"tiered-{v}",
+              lambda v: ["tiered"] if v == "on" else [], ("on",),
+              doc="tiered storage (KIP-405, Kafka >= 3.9, process backend): on = topics "
+                  "with remote.storage.enable and a small local hotset on Kafka's "
+                  "LocalTieredStorage, a final read from offset 0 across the tier boundary "
+                  "and the remote segments checked (docs/tiered.md)", type="str"),
     # failure dimensions (the faults drive them; validated here)
     Dimension("failure", _choice(*FAILURE_VALUES), NONE,
               lambda v: "nofail" if v == NONE else v, lambda v: [f"failure_{v}"],

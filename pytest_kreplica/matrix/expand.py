@@ -118,6 +118,26 @@ def _check_client(path: Path, where: str, p: Mapping[str, Any], scenario: str) -
                                f"client java: {allowed}")
 
 
+def _check_tiered(path: Path, where: str, p: Mapping[str, Any], scenario: str) -> None:
+    """``tiered: on`` needs what Kafka's tiered storage and its test store need."""
+    if p["tiered"] != "on":
+        return
+    version = p["kafka_version"]
+    if version is not None and tuple(int(x) for x in version.split(".")) < (3, 9, 0):
+        raise matrix_error(path, f"{where}.tiered",
+                           f"on needs Kafka >= 3.9 (production-ready tiered storage), got "
+                           f"kafka_version {version}; allowed: off, or kafka_version >= 3.9.0")
+    if p["backend"] != "process":
+        raise matrix_error(path, f"{where}.tiered",
+                           f"on needs backend process (the remote store is a directory on "
+                           f"this machine), got backend {p['backend']}; allowed: off, or "
+                           "backend process")
+    if scenario != "replication" or p["workload"] != "plain":
+        raise matrix_error(path, f"{where}.tiered",
+                           f"on needs scenario replication and workload plain, got scenario "
+                           f"{scenario}, workload {p['workload']}; allowed: off")
+
+
 def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -> None:
     where = f"case {case_id}"
     _check_client(path, where, p, scenario)
@@ -145,6 +165,7 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
                            f"{p['failure']} needs backend {needs} (--kreplica-backend {needs} "
                            f"or backend: [{needs}]), got backend {p['backend']}; allowed on "
                            f"{p['backend']}: {' | '.join(failures_on(p['backend']))}")
+    _check_tiered(path, where, p, scenario)
     if p["workload"] == "txn_pipeline" and p["topics"] < 2:
         raise matrix_error(path, f"{where}.topics",
                            f"workload txn_pipeline needs topics >= 2 (the pipeline copies "

@@ -43,6 +43,8 @@ def build_verdict(*, case_id: str, parameters: dict[str, Any], semantics: str,
     faults = faults or []
     elections = [f["election_s"] for f in faults if f.get("election_s") is not None]
     checks = checks or []
+    extra = dict(extra or {})
+    counts = {**(history.get("counts", {}) if history else {}), **extra.pop("extra_counts", {})}
     decided = decide(history=history, replicas=replicas, checks=checks)
     doc = {
         "format": FORMAT,
@@ -51,7 +53,7 @@ def build_verdict(*, case_id: str, parameters: dict[str, Any], semantics: str,
         "reason": decided["reason"],
         "semantics": semantics,
         "valid": history.get("valid") if history else None,
-        "counts": dict(history.get("counts", {})) if history else {},
+        "counts": counts,  # the checker's, and a scenario's own (a tiered case's remote_reads)
         "examples": history.get("examples", {}) if history else {},
         "replicas": replicas,
         "checks": checks,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cluster.pool import cluster_spec
+from . import tiered
 from .runner import CaseResult, RunOptions, run_case
 
 if TYPE_CHECKING:
@@ -19,6 +20,8 @@ def run(case: Case, pool: ClusterPool, run_dir: Path, options: RunOptions) -> Ca
     """Take a healthy cluster of the case's spec from ``pool`` and run the case on it."""
     acquired, started = time.monotonic(), pool.started
     cluster = pool.acquire(cluster_spec(case))
+    if getattr(case, "tiered", "off") == "on":  # the read across the tier boundary
+        options.hooks.cleanup.append(tiered.final_read_step)
     # run.json's ``cluster_reused``: the case ran on a cluster an earlier case started (the
     # benchmarks' per-case overhead is measured on those)
     reused = pool.started == started

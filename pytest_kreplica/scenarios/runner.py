@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.base import TopicSpec
+from ..cluster.tiered import topic_config as tiered_topic_config
 from ..errors import HarnessError
 from ..history import RunWriter, write_run_json
 from ..validation.checker import check
@@ -183,6 +184,8 @@ def topic_config(case: Case) -> dict[str, str]:
         config["segment.bytes"] = str(case.segment_bytes)  # the backend maps small ones on 4.x
     if case.flush_messages is not None:
         config["flush.messages"] = str(case.flush_messages)
+    if getattr(case, "tiered", "off") == "on":
+        config.update(tiered_topic_config())
     return config
 
 
