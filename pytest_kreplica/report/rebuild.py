@@ -57,6 +57,9 @@ def rebuild(run_dir: Path, semantics: str | None = None,
              "reason", "tradeoff", "problems", "availability", *_KEPT}
     extra = {k: v for k, v in previous.items() if k not in known}
     extra["rebuilt"] = {"by": "kreplica report", "time": time.time()}
+    # counts a scenario added beside the checker's (a tiered case's remote_reads) stay
+    extra["extra_counts"] = {k: v for k, v in (previous.get("counts") or {}).items()
+                             if k not in history.get("counts", {})}
     # the case's one verdict (outcome.judge_case, as run_case and kreplica check reach it)
     judged = judge_case(run_dir, verdict, meta=meta, replicas=kept["replicas"],
                         checks=kept["checks"], hook_errors=previous.get("hook_errors"),

@@ -143,6 +143,7 @@ def final_read_step(ctx: CaseContext) -> None:
     parts = [(t, p) for t in ctx.topics for p in range(ctx.case.partitions)]
     store = cluster_tiered.store_dir(ctx.cluster.workdir)
     checks = ctx.extra.setdefault("checks", [])
+    started = time.monotonic()
     try:
         _wait_tiered(ctx.cluster, parts, store)
         bootstrap = ctx.cluster.live_bootstrap_servers()
@@ -158,7 +159,8 @@ def final_read_step(ctx: CaseContext) -> None:
     judged = read_check(read, starts, acked)
     ctx.extra["extra_counts"] = {"remote_reads": judged["remote_reads"]}
     ctx.extra["tiered"] = {"read": judged, "remote": remote, "remote_files": copied,
-                           "local_starts": {f"{t}-{p}": o for (t, p), o in starts.items()}}
+                           "local_starts": {f"{t}-{p}": o for (t, p), o in starts.items()},
+                           "step_s": round(time.monotonic() - started, 3)}
     checks.append({"name": "tiered read", "ok": judged["ok"], "detail": (
         f"{judged['records']} records read from offset 0, {judged['remote_reads']} of them "
         "below the leader's local log start (from the remote tier)"
