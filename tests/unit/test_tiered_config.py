@@ -1,6 +1,6 @@
 """The ``tiered`` dimension, the remote tier's broker and topic settings, the remote tier's
 check over segments built here, the final read's judgement and ``remote_reads`` in
-verdict.json's counts. The real cluster's side: tests/integration/test_tiered.py."""
+verdict.json's counts. The real cluster's side: tests/integration/test_tiered_storage.py."""
 
 from __future__ import annotations
 
