@@ -77,6 +77,8 @@ class Capabilities:
             return f"needs transactions; {self.where} declares none"
         if getattr(case, "idempotence", False) and not self.idempotence:
             return f"needs an idempotent producer; {self.where} declares none"
+        if getattr(case, "tiered", "off") == "on":  # the remote store is a local directory
+            return f"tiered: on runs on the process backend's own clusters only, not {self.where}"
         wanted, offered = (major_minor(getattr(case, "kafka_version", None)),
                            major_minor(self.kafka_version))
         if wanted is not None and offered is not None and wanted != offered:

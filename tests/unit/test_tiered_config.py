@@ -68,6 +68,15 @@ def test_a_tiered_case_is_marked_and_its_cluster_is_a_tiered_one(tmp_path):
     assert spec_key(cluster_spec(on)).endswith("-tiered")
 
 
+def test_an_environment_of_its_own_deselects_tiered_cases_with_their_reason(tmp_path):
+    from pytest_kreplica.cluster.capabilities import Capabilities
+
+    on, off = load_matrix(_matrix(tmp_path, {"tiered": ["on", "off"]})).cases
+    reason = Capabilities(where="my.yaml").lacks(on)
+    assert reason == "tiered: on runs on the process backend's own clusters only, not my.yaml"
+    assert Capabilities(where="my.yaml").lacks(off) is None
+
+
 def test_kafka_before_3_9_is_refused_at_the_broker_too():
     with pytest.raises(InputError, match="tiered: on needs Kafka >= 3.9.0, got Kafka 3.8.1"):
         tiered.check_version("3.8.1")
