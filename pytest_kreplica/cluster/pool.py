@@ -32,10 +32,12 @@ ClusterFactory = Callable[[ClusterSpec, Path], Cluster]
 def cluster_spec(case: Case) -> ClusterSpec:
     """The cluster a case needs. Topic-level settings (partitions, replication factor,
     segments, min ISR, unclean election) are per topic, so they do not split clusters. The
-    node facilities are those the case's failures need (``Failure.facilities``)."""
+    node facilities are those the case's failures need (``Failure.facilities``), and the
+    remote tier of a ``tiered: on`` case."""
+    tiered = {"tiered_storage"} if getattr(case, "tiered", "off") == "on" else set()
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
                        backend=case.backend,
-                       facilities=facilities_needed(getattr(case, "failure", None)))
+                       facilities=facilities_needed(getattr(case, "failure", None)) | tiered)
 
 
 def spec_key(spec: ClusterSpec) -> str:

@@ -157,7 +157,8 @@ class ProcessCluster(AdminCluster):
             self._states[addr.node_id] = NodeState.STOPPED
         # before anything is written into a node's directory (a disk is mounted at its data)
         self.attached = kfacilities.attach(self.spec.facilities, kfacilities.Site(
-            self.spec.backend, self.workdir, HOST, tuple(self._nodes)))
+            self.spec.backend, self.workdir, HOST, tuple(self._nodes),
+            kafka_version=self.kafka_version or ""))
         voters = self.attached.voters(kconfig.quorum_voters(addresses))
         for addr, node in zip(addresses, self._nodes, strict=True):
             props = kconfig.server_properties(addr, voters, str(node.log_dir), n,

@@ -22,7 +22,8 @@ SEGMENT = {"segment.bytes": "2048", "min.insync.replicas": "2"}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = ProcessCluster(ClusterSpec(brokers=3, tiered=True), tmp_path_factory.mktemp("tiered"))
+    spec = ClusterSpec(brokers=3, facilities=frozenset({"tiered_storage"}))
+    c = ProcessCluster(spec, tmp_path_factory.mktemp("tiered"))
     try:
         c.start(timeout=120)
         yield c

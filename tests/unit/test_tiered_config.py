@@ -64,7 +64,8 @@ def test_a_tiered_case_is_marked_and_its_cluster_is_a_tiered_one(tmp_path):
 
     on, off = load_matrix(_matrix(tmp_path, {"tiered": ["on", "off"]})).cases
     assert on.tiered == "on" and "tiered" in on.markers and "tiered" not in off.markers
-    assert cluster_spec(on).tiered and not cluster_spec(off).tiered
+    assert "tiered_storage" in cluster_spec(on).facilities
+    assert "tiered_storage" not in cluster_spec(off).facilities
     assert spec_key(cluster_spec(on)).endswith("-tiered")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ...errors import InputError
-from . import dynamic_quorum, fake_clock, lazy_fs, link_proxy, small_disk
+from . import dynamic_quorum, fake_clock, lazy_fs, link_proxy, small_disk, tiered_storage
 from .attached import Attached
 from .facility import Attachment, ContainerParts, Facility, HelperAttachment, Site
 
@@ -26,6 +26,7 @@ FACILITIES: dict[str, Facility] = {f.name: f for f in (
     small_disk.FACILITY,
     lazy_fs.FACILITY,
     dynamic_quorum.FACILITY,
+    tiered_storage.FACILITY,
 )}
 
 

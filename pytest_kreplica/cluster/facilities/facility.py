@@ -32,6 +32,7 @@ class Site:
     host: str  # the nodes' address as peers reach them (process: loopback)
     nodes: tuple[Node, ...]  # a node's home is ``log_file.parent``, its log dir ``log_dir``
     network: Any = None  # docker: the cluster's network (docker SDK object)
+    kafka_version: str = ""  # the nodes' Kafka version (resolved)
 
     @property
     def homes(self) -> dict[int, Path]:

@@ -1,0 +1,31 @@
+"""tiered_storage: the nodes run with the remote tier on (KIP-405), over Kafka's own test
+remote store ``LocalTieredStorage`` in a directory every node of the cluster shares
+(``cluster/tiered.py``).
+
+Prepared: the ``kafka-storage`` test jar, resolved from Maven Central into the cache when the
+first tiered cluster of a Kafka version is attached. Adds to a node: the remote log
+settings (the spec's own settings win). Swept: nothing (the store is in the cluster's
+workdir). Process backend only: the store is a directory of this machine.
+"""
+
+from __future__ import annotations
+
+from .. import tiered
+from .facility import Attachment, Facility, Site
+
+
+class TieredStorage(Attachment):
+    def __init__(self, site: Site):
+        self.settings = tiered.broker_config(site.kafka_version, len(site.nodes), site.workdir)
+        self.handle = tiered.store_dir(site.workdir)  # what the checks read
+
+    def node_properties(self, node_id: int, props: dict[str, str]) -> dict[str, str]:
+        return {**self.settings, **props}
+
+    def describe(self) -> str:
+        return str(self.handle)
+
+
+FACILITY = Facility(name="tiered_storage", doc="the remote tier (Kafka's LocalTieredStorage)",
+                    key="tiered", backends=("process",), attach=TieredStorage,
+                    describe_as="tiered_storage")
