@@ -54,7 +54,10 @@ TARGETS = ("leader", "follower", "controller")  # roles of a node, resolved at t
 # components beside the cluster (MirrorMaker 2; a client process of the txn workloads),
 # never drawn at random
 GROUP_MEMBER = "group-member"  # the first consumer-group member process of a txn workload
-COMPONENT_TARGETS = ("mirror-maker", GROUP_MEMBER)
+# the plain workload's client processes (clients java and librdkafka): each restore starts
+# a new incarnation of the process
+CLIENT_TARGETS = ("producer", "consumer")
+COMPONENT_TARGETS = ("mirror-maker", GROUP_MEMBER, *CLIENT_TARGETS)
 # nodes the case's workload names (its group's / transactions' coordinator), never random
 WORKLOAD_TARGETS = COORDINATOR_TARGETS
 # the matrix's ``target`` vocabulary

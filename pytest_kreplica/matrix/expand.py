@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MatrixError
-from ..faults.registry import FAILURES, GROUP_MEMBER, WORKLOAD_TARGETS, failures_on
+from ..faults.registry import (
+    CLIENT_TARGETS,
+    FAILURES,
+    GROUP_MEMBER,
+    WORKLOAD_TARGETS,
+    failures_on,
+)
 from .case import Case
 from .dimensions import DIMENSIONS, FAULT_ONLY, hyphen_free
 
@@ -191,10 +197,33 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
                            f"{p['target']} needs a workload with a consumer group and "
                            "transactions (workload: txn or txn_pipeline), got plain; allowed: "
                            "leader | follower | controller")
+    if p["failure"] != "none" and p["target"] in CLIENT_TARGETS:
+        _check_client_target(path, where, p)
     if p["failure"] != "none" and p["target"] == "mirror-maker" and scenario != "mirror":
         raise matrix_error(path, f"{where}.target",
                            f"mirror-maker needs scenario mirror, got {scenario}; allowed: "
                            "leader | follower | controller")
+
+
+def _check_client_target(path: Path, where: str, p: Mapping[str, Any]) -> None:
+    """A fault of the producer or consumer process needs a client that runs it as a process
+    of its own, a failure that strikes a process, and (the producer) a produce-phase fault."""
+    target = p["target"]
+    if p["client"] == "kafka-python":
+        raise matrix_error(path, f"{where}.target",
+                           f"{target} needs a client whose {target} is a process of its own "
+                           "(kafka-python's runs as a thread of the pytest worker), got client "
+                           "kafka-python; allowed: client java | librdkafka, or target "
+                           "leader | follower | controller")
+    able = [n for n, f in FAILURES.items() if f.strike_component is not None]
+    if p["failure"] not in able:
+        raise matrix_error(path, f"{where}.failure",
+                           f"{p['failure']} cannot strike the {target} process; allowed with "
+                           f"target {target}: {' | '.join(able)}")
+    if target == "producer" and p["fault_timing"] != "produce":
+        raise matrix_error(path, f"{where}.fault_timing",
+                           f"{p['fault_timing']}: the producer has finished by then, got target "
+                           "producer; allowed with target producer: produce")
 
 
 def build_case(path: Path, matrix: str, scenario: str, extra_markers: tuple[str, ...],

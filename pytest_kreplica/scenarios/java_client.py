@@ -36,9 +36,11 @@ from typing import Any
 
 from ..cluster import distribution
 from ..errors import ClusterError
+from ..faults import Component
 from ..history import RunWriter, now_ns
 from ..matrix import Case
-from .lines import client_log_dir, supervise
+from .incarnations import Restartable, incarnation_id, incarnation_process, run_producer
+from .lines import client_log_dir
 from .reader import DrainingReader
 from .sends import ProduceStats
 from .verifiable import (
@@ -58,14 +60,17 @@ from .workload import (
     producer_retries,
 )
 
-__all__ = ["CLIENT", "Consumer", "client_version", "consumer_options", "produce",
-           "producer_properties"]
+__all__ = ["CLIENT", "Consumer", "ProducerLines", "client_version", "consumer_options",
+           "killed_upper", "produce", "producer_handle", "producer_properties"]
 
 CLIENT = "java"
 # no result line for this long while sends are outstanding: the JVM is stuck
 IDLE_S = DELIVERY_TIMEOUT_MS / 1000 + 30
 # the shutdown hook's close waits for every send in flight (each bounded by delivery.timeout)
 CLOSE_S = DELIVERY_TIMEOUT_MS / 1000 + 15
+# a killed producer's sends: its throttle's rate times its life, times this, plus this many
+KILLED_RATE_MARGIN = 1.5
+KILLED_BURST = 1000
 
 
 def client_version(case: Case) -> str:
@@ -88,12 +93,16 @@ def producer_properties(case: Case) -> dict[str, Any]:
 
 
 class ProducerLines:
-    """The producer's lines -> send rows, counts, and what the tool says it sent."""
+    """One producer incarnation's lines -> send rows, counts, and what the tool says it
+    sent (its ids are ``incarnations.incarnation_id(incarnation, N)``)."""
 
-    def __init__(self, writer: Any, stats: ProduceStats, process: int, retried: bool):
+    def __init__(self, writer: Any, stats: ProduceStats, process: int, retried: bool,
+                 incarnation: int = 0):
         self.writer, self.stats, self.process, self.retried = writer, stats, process, retried
+        self.incarnation = incarnation
         self.reported: set[str] = set()
         self.sent: int | None = None  # from tool_data
+        self.started = time.monotonic()
 
     def on_event(self, event: dict[str, Any]) -> None:
         if event.get("name") == "tool_data":
@@ -110,57 +119,102 @@ class ProducerLines:
         self.stats.sent += 1
         self.stats.count(status, message_id)
 
-    def write_off(self, topic: str, upper: int) -> None:
+    def next_number(self) -> int:
+        """One past the highest message number answered (0: none)."""
+        return 1 + max((int(i.rpartition(".")[2]) for i in self.reported), default=-1)
+
+    def write_off(self, topic: str, upper: int,
+                  why: str = "VerifiableProducer reported no result") -> None:
         for i in range(upper):  # sent, never answered: indeterminate, not guessed
-            if str(i) not in self.reported:
-                self.writer.send(self.process, topic, 0, str(i), None, "info", now_ns(),
-                                 now_ns(), "VerifiableProducer reported no result")
+            message_id = incarnation_id(self.incarnation, i)
+            if message_id not in self.reported:
+                self.writer.send(self.process, topic, 0, message_id, None, "info", now_ns(),
+                                 now_ns(), why)
                 self.stats.sent += 1
-                self.stats.count("info", str(i))
+                self.stats.count("info", message_id)
+
+
+def killed_upper(rate: float, lived_s: float, answered: int) -> int:
+    """How many message numbers a SIGKILLed VerifiableProducer (no ``tool_data`` line) may
+    have handed to its client: its throttle (``--throughput rate``) keeps the sends at
+    ``rate`` per second of its life, with a margin for the throttle's slack and the burst
+    of its first millisecond; never fewer than were answered. An over-count only adds
+    ``info`` rows never polled (nothing is judged by them); an under-count would show as
+    ``unexpected`` ids, never as a pass."""
+    return max(answered, int(rate * lived_s * KILLED_RATE_MARGIN) + KILLED_BURST)
 
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
             stats: ProduceStats | None = None, stop: threading.Event | None = None,
             process: int = PRODUCER_PROCESS, keep_going: Callable[[], bool] | None = None,
-            max_rate: float | None = None) -> ProduceStats:
-    """The case's sends through one VerifiableProducer JVM (the plain workload's
-    signature); with ``keep_going`` it runs unbounded until that turns false."""
+            max_rate: float | None = None, producer: Restartable | None = None
+            ) -> ProduceStats:
+    """The case's sends through VerifiableProducer JVMs (the plain workload's signature):
+    one, or with ``producer`` (the nemesis' target) one per incarnation; with
+    ``keep_going`` it runs unbounded until that turns false."""
     stats = stats or ProduceStats()
     topic = topics[0]
     log_dir = client_log_dir(writer, CLIENT)
     config = write_properties(log_dir / f"producer-{process}.properties",
                               producer_properties(case))
-    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--acks", str(case.acks),
-            "--producer.config", str(config),
-            "--max-messages", str(-1 if keep_going else case.messages)]
-    if max_rate:
-        args += ["--throughput", str(max(1, int(max_rate)))]
-    results = ProducerLines(writer, stats, process, producer_retries(case) > 0)
-    client = JavaClient(case.kafka_version, PRODUCER_CLASS, args,
-                        log_dir / f"verifiable-producer-{process}.log", results.on_event)
-    writer.event("start", process=process,
-                 detail=f"VerifiableProducer {client.dist.version} acks={case.acks} "
-                        f"{case.compression}")
-    client.start()
-    try:
-        supervise(client, lambda: stats.sent, case.messages, stop, keep_going, IDLE_S,
-                  CLOSE_S)
-    finally:
-        client.terminate(CLOSE_S)
-        upper = results.sent if results.sent is not None else (
+    current: list[ProducerLines] = []
+    unknown: list[str] = []
+
+    def spawn(incarnation: int) -> JavaClient:
+        number = incarnation_process(process, incarnation)
+        args = ["--bootstrap-server", bootstrap, "--topic", topic, "--acks", str(case.acks),
+                "--producer.config", str(config),
+                "--max-messages", str(-1 if keep_going else case.messages)]
+        args += ["--throughput", str(max(1, int(max_rate)))] if max_rate else []
+        args += ["--value-prefix", str(incarnation)] if incarnation else []
+        current[:] = [ProducerLines(writer, stats, number, producer_retries(case) > 0,
+                                    incarnation)]
+        client = JavaClient(case.kafka_version, PRODUCER_CLASS, args,
+                            log_dir / f"verifiable-producer-{number}.log",
+                            current[0].on_event)
+        writer.event("start", process=number,
+                     detail=f"VerifiableProducer {client.dist.version} acks={case.acks} "
+                            f"{case.compression}" + (f", incarnation {incarnation}"
+                                                     if incarnation else ""))
+        return client
+
+    def ended(client: Any, incarnation: int, struck: bool) -> None:
+        lines = current[0]
+        upper = lines.sent if lines.sent is not None else (
             None if keep_going else case.messages)
-        results.write_off(topic, upper if upper is not None else 1 + max(
-            (int(i) for i in results.reported), default=-1))
-        writer.event("stop", process=process, detail="VerifiableProducer exited")
-    if upper is None:
-        raise ClusterError(f"VerifiableProducer exited without its tool_data line: the "
-                           f"sends after id {max(map(int, results.reported), default=-1)} "
-                           f"are unknown; log {client.log_file}")
+        why = "VerifiableProducer reported no result"
+        if upper is None and struck and max_rate:
+            upper = killed_upper(max_rate, time.monotonic() - lines.started,
+                                 lines.next_number())
+            why = (f"in flight when the producer process was killed: VerifiableProducer "
+                   f"may have sent up to {upper} messages at {int(max_rate)} msg/s")
+        lines.write_off(topic, upper if upper is not None else lines.next_number(), why)
+        if upper is None:
+            unknown.append(f"VerifiableProducer exited without its tool_data line: the "
+                           f"sends after id {lines.next_number() - 1} are unknown; log "
+                           f"{client.log_file}")
+        writer.event("stop", process=lines.process,
+                     detail="VerifiableProducer " + ("ended by a fault" if struck else
+                                                     "exited"))
+
+    handle = producer or producer_handle()
+    handle.spawn = spawn
+    run_producer(handle, lambda: stats.sent, case.messages, stop, keep_going, IDLE_S,
+                 CLOSE_S, ended)
+    if unknown:
+        raise ClusterError("; ".join(unknown))
     return stats
 
 
+def producer_handle() -> Restartable:
+    """The producer process the nemesis may fail (target ``producer``), before it runs."""
+    return Restartable("producer", "Java producer (VerifiableProducer)")
+
+
 class Consumer(DrainingReader):
-    """One VerifiableConsumer JVM in a fresh group, subscribed to the case's one topic."""
+    """VerifiableConsumer JVMs, each in a fresh group subscribed to the case's one topic:
+    one, and a new one (a new incarnation reading from the beginning) each time the
+    nemesis restores a struck one (target ``consumer``)."""
 
     def __init__(self, topics: Sequence[str], partitions: int,
                  bootstrap: Callable[[], str], writer: RunWriter,
@@ -168,35 +222,47 @@ class Consumer(DrainingReader):
                  version: str | None = None):
         super().__init__(writer, process)
         self.topic, self.bootstrap, self.isolation_level = topics[0], bootstrap, isolation_level
-        self.lines = ConsumerLines(writer, process)
-        self.client: JavaClient | None = None
         self.version = version  # the tools' Kafka version (None: the default)
+        self.handle = Restartable("consumer", "Java consumer (VerifiableConsumer)",
+                                  self._spawn)
 
-    def _on_event(self, event: dict[str, Any]) -> None:
-        ids, positions = self.lines.handle(event)
-        if ids or positions:
-            self.note_polled(ids, positions)
+    def components(self) -> dict[str, Component]:
+        return {self.handle.role: self.handle.component()}
 
-    def start(self) -> Consumer:
+    def _spawn(self, incarnation: int) -> JavaClient:
+        number = incarnation_process(self.process, incarnation)
+        lines = ConsumerLines(self.writer, number)
+
+        def on_event(event: dict[str, Any]) -> None:
+            ids, positions = lines.handle(event)
+            if ids or positions:
+                self.note_polled(ids, positions)
+
         log_dir = client_log_dir(self.writer, CLIENT)
         config = write_properties(log_dir / f"consumer-{self.process}.properties", {
             "isolation.level": self.isolation_level, "fetch.max.wait.ms": 100,
             "request.timeout.ms": REQUEST_TIMEOUT_MS, "reconnect.backoff.max.ms": 1000})
-        self.client = JavaClient(
+        client = JavaClient(
             self.version, CONSUMER_CLASS,
             ["--bootstrap-server", self.bootstrap(), "--topic", self.topic, "--group-id",
              f"kreplica-java-{time.time_ns()}", "--reset-policy", "earliest",
              "--session-timeout", "10000", "--consumer.config", str(config), "--verbose"],
-            log_dir / f"verifiable-consumer-{self.process}.log", self._on_event)
-        self.writer.event("start", process=self.process,
-                          detail=f"VerifiableConsumer {self.client.dist.version}")
-        self.client.start()
+            log_dir / f"verifiable-consumer-{number}.log", on_event)
+        self.writer.event("start", process=number,
+                          detail=f"VerifiableConsumer {client.dist.version}"
+                                 + (f", incarnation {incarnation}" if incarnation else ""))
+        return client
+
+    def start(self) -> Consumer:
+        self.handle.start()
         return self
 
     def alive(self) -> bool:
-        return self.client is not None and self.client.alive()
+        return self.handle.alive() or self.handle.down()
 
     def stop(self, timeout: float = 30.0) -> None:
-        if self.client is not None and self.client.alive():
-            self.client.terminate(min(timeout, 15.0))
-            self.writer.event("stop", process=self.process, detail="VerifiableConsumer stopped")
+        running = self.handle.alive()
+        self.handle.close(min(timeout, 15.0))  # no incarnation after this one
+        if running:
+            self.writer.event("stop", process=incarnation_process(
+                self.process, self.handle.incarnation), detail="VerifiableConsumer stopped")

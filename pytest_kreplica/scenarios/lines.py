@@ -169,15 +169,17 @@ class ClientProcess:
 
 def supervise(client: ClientProcess, sent: Callable[[], int], messages: int,
               stop: threading.Event | None, keep_going: Callable[[], bool] | None,
-              idle_s: float, close_s: float) -> None:
+              idle_s: float, close_s: float) -> bool:
     """Until a producer child exits: SIGTERM once it should stop (``stop``, or
-    ``keep_going`` false once ``sent()`` reached ``messages``); a child silent for
-    ``idle_s`` is stuck (``ClusterError``)."""
+    ``keep_going`` false once ``sent()`` reached ``messages``), then True; False when it
+    exited by itself (or was struck); a child silent for ``idle_s`` while running is stuck
+    (``ClusterError``; a paused one is not silent by itself)."""
     while client.wait(0.2) is None:
         done = keep_going is not None and sent() >= messages and not keep_going()
         if done or (stop is not None and stop.is_set()):
             client.terminate(close_s)
-            return
+            return True
         if time.monotonic() - client.last_line_at > idle_s:
             raise ClusterError(f"{client.name} printed nothing for {idle_s:.0f} s after "
                                f"{sent()} sends; log {client.log_file}")
+    return False

@@ -94,7 +94,7 @@ def produce(args: argparse.Namespace, out: LineWriter) -> None:
         ahead = started + i / args.max_rate - time.monotonic() if args.max_rate else 0.0
         if ahead > 0:
             time.sleep(ahead)
-        message_id, (topic, partition) = str(i), pairs[i % len(pairs)]
+        message_id, (topic, partition) = f"{args.id_prefix}{i}", pairs[i % len(pairs)]
         invoke = now_ns()
         out.emit("invoke", message_id, topic, partition, invoke)
         pending[message_id] = (topic, partition, invoke)
@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retried", action="store_true")
     parser.add_argument("--max-rate", type=float, default=0.0)
     parser.add_argument("--answer-s", type=float, default=65.0)
+    parser.add_argument("--id-prefix", default="", help="before each message number")
     args = parser.parse_args(argv)
     (produce if args.role == "produce" else consume)(args, LineWriter())
     return 0

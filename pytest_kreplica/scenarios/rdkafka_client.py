@@ -15,13 +15,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import ClusterError
+from ..faults import Component
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import last_error_line
-from .lines import ClientProcess, client_log_dir, supervise
+from .incarnations import Restartable, incarnation_id, incarnation_process, run_producer
+from .lines import ClientProcess, client_log_dir
 from .reader import DrainingReader
 from .sends import ProduceStats
 from .workload import (
@@ -33,7 +36,7 @@ from .workload import (
 )
 
 __all__ = ["CLIENT", "Consumer", "client_version", "consumer_config", "produce",
-           "producer_config"]
+           "producer_config", "producer_handle"]
 
 CLIENT = "librdkafka"
 CHILD = "pytest_kreplica.scenarios.rdkafka_child"
@@ -104,40 +107,66 @@ class ChildSends:
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
             stats: ProduceStats | None = None, stop: threading.Event | None = None,
             process: int = PRODUCER_PROCESS, keep_going: Callable[[], bool] | None = None,
-            max_rate: float | None = None) -> ProduceStats:
+            max_rate: float | None = None, producer: Restartable | None = None
+            ) -> ProduceStats:
     """The case's sends through a librdkafka producer in a child process (the plain
-    workload's signature)."""
+    workload's signature); with ``producer`` (the nemesis' target) one child per
+    incarnation, each with ids of its own."""
     stats = stats or ProduceStats()
-    sends = ChildSends(writer, stats)
-    cmd = [sys.executable, "-m", CHILD, "produce",
-           "--config", json.dumps(producer_config(case, bootstrap)),
-           "--topics", ",".join(topics), "--partitions", str(case.partitions),
-           "--process", str(process), "--messages", str(case.messages),
-           "--message-bytes", str(case.message_bytes), "--answer-s", str(ANSWER_S)]
-    cmd += ["--sync"] if case.producer_mode == "sync" else []
-    cmd += ["--keep-going"] if keep_going is not None else []
-    cmd += ["--retried"] if producer_retries(case) > 0 else []
-    cmd += ["--max-rate", str(max_rate)] if max_rate else []
-    child = ClientProcess(cmd, client_log_dir(writer, CLIENT) / f"rdkafka-producer-{process}.log",
-                          sends.on_line, "rdkafka-producer")
-    writer.event("start", process=process, detail=f"librdkafka producer "
-                 f"{case.producer_mode} acks={case.acks} {case.compression}")
-    child.start()
-    try:
-        supervise(child, lambda: stats.sent, case.messages, stop, keep_going, IDLE_S,
-                  CLOSE_S)
-    finally:
-        code = child.terminate(CLOSE_S)
-        sends.write_off(process)
-        writer.event("stop", process=process, detail=f"librdkafka producer exited ({code})")
-    if code not in (0, None):  # neither asked to stop nor killed: the child broke
+    current: list[ChildSends] = []
+    codes: list[tuple[int | None, Path]] = []
+
+    def spawn(incarnation: int) -> ClientProcess:
+        number = incarnation_process(process, incarnation)
+        prefix = incarnation_id(incarnation, 0)[:-1]  # "" or "K."
+        current[:] = [ChildSends(writer, stats)]
+        cmd = [sys.executable, "-m", CHILD, "produce",
+               "--config", json.dumps(producer_config(case, bootstrap)),
+               "--topics", ",".join(topics), "--partitions", str(case.partitions),
+               "--process", str(number), "--messages", str(case.messages),
+               "--message-bytes", str(case.message_bytes), "--answer-s", str(ANSWER_S),
+               "--id-prefix", prefix]
+        cmd += ["--sync"] if case.producer_mode == "sync" else []
+        cmd += ["--keep-going"] if keep_going is not None else []
+        cmd += ["--retried"] if producer_retries(case) > 0 else []
+        cmd += ["--max-rate", str(max_rate)] if max_rate else []
+        writer.event("start", process=number, detail=f"librdkafka producer "
+                     f"{case.producer_mode} acks={case.acks} {case.compression}"
+                     + (f", incarnation {incarnation}" if incarnation else ""))
+        return ClientProcess(cmd, client_log_dir(writer, CLIENT) /
+                             f"rdkafka-producer-{number}.log", current[0].on_line,
+                             "rdkafka-producer")
+
+    def ended(child: Any, incarnation: int, struck: bool) -> None:
+        code = child.wait(CLOSE_S)
+        current[0].write_off(incarnation_process(process, incarnation))
+        writer.event("stop", process=incarnation_process(process, incarnation),
+                     detail=f"librdkafka producer exited ({code})"
+                            + (", ended by a fault" if struck else ""))
+        if not struck:
+            codes.append((code, child.log_file))
+
+    handle = producer or producer_handle()
+    handle.spawn = spawn
+    run_producer(handle, lambda: stats.sent, case.messages, stop, keep_going, IDLE_S,
+                 CLOSE_S, ended)
+    broken = [(code, log) for code, log in codes if code is not None and code > 0]
+    if broken:  # neither asked to stop nor killed: the child broke
+        code, log = broken[0]
         raise ClusterError(f"the librdkafka producer exited {code}: "
-                           f"{last_error_line(child.log_file)}; log {child.log_file}")
+                           f"{last_error_line(log)}; log {log}")
     return stats
 
 
+def producer_handle() -> Restartable:
+    """The producer process the nemesis may fail (target ``producer``), before it runs."""
+    return Restartable("producer", "librdkafka producer")
+
+
 class Consumer(DrainingReader):
-    """A librdkafka consumer child reading every partition from the beginning."""
+    """A librdkafka consumer child reading every partition from the beginning; a new one
+    (a new incarnation) each time the nemesis restores a struck one (target
+    ``consumer``)."""
 
     def __init__(self, topics: Sequence[str], partitions: int,
                  bootstrap: Callable[[], str], writer: RunWriter,
@@ -145,7 +174,10 @@ class Consumer(DrainingReader):
         super().__init__(writer, process)
         self.topics, self.partitions, self.bootstrap = list(topics), partitions, bootstrap
         self.isolation_level = isolation_level
-        self.child: ClientProcess | None = None
+        self.handle = Restartable("consumer", "librdkafka consumer", self._spawn)
+
+    def components(self) -> dict[str, Component]:
+        return {self.handle.role: self.handle.component()}
 
     def _on_line(self, line: dict[str, Any]) -> None:
         kind, args, kwargs = line.get("k"), line.get("a") or [], line.get("kw") or {}
@@ -157,23 +189,29 @@ class Consumer(DrainingReader):
         elif kind == "event":
             self.writer.event(*args, **kwargs)
 
-    def start(self) -> Consumer:
+    def _spawn(self, incarnation: int) -> ClientProcess:
+        number = incarnation_process(self.process, incarnation)
         cmd = [sys.executable, "-m", CHILD, "consume",
                "--config", json.dumps(consumer_config(self.bootstrap(), self.isolation_level)),
                "--topics", ",".join(self.topics), "--partitions", str(self.partitions),
-               "--process", str(self.process)]
-        self.child = ClientProcess(cmd, client_log_dir(self.writer, CLIENT) /
-                                   f"rdkafka-consumer-{self.process}.log", self._on_line,
-                                   "rdkafka-consumer")
-        self.child.start()
-        self.writer.event("start", process=self.process,
-                          detail=f"librdkafka consumer (pid {self.child.pid})")
+               "--process", str(number)]
+        child = ClientProcess(cmd, client_log_dir(self.writer, CLIENT) /
+                              f"rdkafka-consumer-{number}.log", self._on_line,
+                              "rdkafka-consumer")
+        self.writer.event("start", process=number, detail="librdkafka consumer"
+                          + (f", incarnation {incarnation}" if incarnation else ""))
+        return child
+
+    def start(self) -> Consumer:
+        self.handle.start()
         return self
 
     def alive(self) -> bool:
-        return self.child is not None and self.child.alive()
+        return self.handle.alive() or self.handle.down()
 
     def stop(self, timeout: float = 30.0) -> None:
-        if self.child is not None and self.child.alive():
-            self.child.terminate(min(timeout, 15.0))
-            self.writer.event("stop", process=self.process, detail="librdkafka consumer stopped")
+        running = self.handle.alive()
+        self.handle.close(min(timeout, 15.0))  # no incarnation after this one
+        if running:
+            self.writer.event("stop", process=incarnation_process(
+                self.process, self.handle.incarnation), detail="librdkafka consumer stopped")

@@ -320,6 +320,10 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
     ctx.stats, ctx.consumer = ProduceStats(), consumer
     if hasattr(consumer, "components"):  # client processes the nemesis may fail
         ctx.components.update(consumer.components())
+    producer: dict[str, Any] = {}
+    if hasattr(workload, "producer_handle"):  # a producer process the nemesis may fail
+        producer["producer"] = handle = workload.producer_handle()
+        ctx.components[handle.role] = handle.component()
     keep = hooks.keep_producing
     with phases.timed("produce"):
         consumer.start()
@@ -329,7 +333,7 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
                              ctx.stats,
                              keep_going=(lambda: any(k() for k in keep) and not ctx.stop.is_set())
                              if keep else None,  # ctx.stop: a soak cut short (interrupt.py)
-                             max_rate=hooks.produce_rate)
+                             max_rate=hooks.produce_rate, **producer)
         finally:
             _join(threads, ctx)
     with phases.timed("drain"):

@@ -35,6 +35,10 @@ after that start (before it, a follower the clean election could pick already he
   leave bytes unsynced since the segment's last fsync, whose time nothing records. With
   ``flush.messages: 1`` no segment loses bytes, so nothing is excused there.
 
+A fault of a process beside the brokers (target ``producer``, ``consumer``, ``group-member``,
+``mirror-maker``) excuses nothing: a killed producer's sends in flight are ``info``, but
+what the broker acknowledged before the kill it must keep.
+
 Fault records are the nemesis's ``FaultRecord.to_dict()`` rows (verdict.json ``faults``).
 """
 
@@ -43,7 +47,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..faults.failure import GONE_AT_RECOVERY, GONE_AT_STRIKE
-from ..faults.registry import FAILURES
+from ..faults.registry import COMPONENT_TARGETS, FAILURES
 
 UNCLEAN = "election from outside the ISR"
 POWER = "power loss of every replica"
@@ -141,8 +145,10 @@ def excusing_events(faults: list[dict[str, Any]] | None, params: dict[str, Any] 
     acks = params.get("acks", -1)
     out: list[dict[str, Any]] = []
     for f in faults or []:
+        if f.get("target") in COMPONENT_TARGETS:  # a client or MirrorMaker 2: no broker
+            continue  # lost anything it had acknowledged: it excuses no loss
         if f.get("node") is None or f.get("strike_ns") is None or f.get("topic") is None:
-            continue  # a component fault, or a fault that never struck
+            continue  # a fault that never struck
         until = _leader_gone_ns(f)
         failure = FAILURES.get(str(f.get("failure")))
         moves = failure is not None and failure.moves_leadership  # a pause may keep it

@@ -1,0 +1,232 @@
+"""A client process the nemesis may fail (targets ``producer`` / ``consumer``), restarted as
+a new incarnation after each kill.
+
+:class:`Restartable` is the node-like handle the nemesis strikes (``kill`` / ``terminate`` /
+``pause`` / ``resume`` / ``start``, ``pid``, ``state``) around the client's current
+``lines.ClientProcess``: ``start`` asks the client's ``spawn`` for incarnation 0, 1, 2, ...
+and starts it. Each incarnation is a history process of its own (``incarnation_process``:
+0, 100, 200, ... for the producer), so a restarted producer's sends and a restarted
+consumer's polls are never judged as one process's sequence, and a producer incarnation
+writes ids of its own (``incarnation_id``: ``N``, then ``1.N``, ``2.N``, ...), since a
+restarted client counts from 0 again.
+
+``state`` is the kernel's (psutil), never a flag of the signal's sender: a strike returns
+once the kernel shows the process gone or stopped, so a signal that did not act is a
+``ClusterError`` (the nemesis' fault-did-not-act), not a fault.
+
+``run_producer`` supervises the producer's incarnations on the workload's thread: an
+incarnation that a strike ended is written off by the client (its sends in flight become
+``info``), and the workload waits, bounded, for the nemesis' restore to start the next.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import psutil
+
+from ..cluster.base import NodeState
+from ..errors import ClusterError
+from ..faults import Component
+from ..waits import wait_for
+from .lines import ClientProcess, supervise
+
+__all__ = ["INCARNATION_STEP", "RESTART_WAIT_S", "Restartable", "incarnation_id",
+           "incarnation_process", "run_producer"]
+
+INCARNATION_STEP = 100  # history process numbers of one client: 0, 100, 200, ...
+STOP_TIMEOUT_S = 15.0
+# a signal is delivered when its target next runs: on a loaded machine that takes a while
+SIGNAL_TIMEOUT_S = 10.0
+# how long a struck producer's workload waits for the nemesis to start its next incarnation
+# (the fault's downtime, then the restore): beyond it the workload ends with what it sent
+RESTART_WAIT_S = 300.0
+
+
+def incarnation_process(base: int, incarnation: int) -> int:
+    """The history process number of ``incarnation`` (0, 1, ...) of the client ``base``."""
+    return base + incarnation * INCARNATION_STEP
+
+
+def incarnation_id(incarnation: int, number: int) -> str:
+    """The id of message ``number`` of a producer ``incarnation``: ``N`` for the first,
+    ``K.N`` after (VerifiableProducer's ``--value-prefix K``): unique across restarts."""
+    return str(number) if incarnation == 0 else f"{incarnation}.{number}"
+
+
+def process_status(pid: int | None) -> str:
+    """The kernel's state of ``pid`` (psutil: "stopped" is /proc/PID/stat's T), "gone" once
+    it exited (a zombie counts as gone: it runs no more)."""
+    if pid is None:
+        return "gone"
+    try:
+        status = psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        return "gone"
+    return "gone" if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) else status
+
+
+class Restartable:
+    """One client role (``producer`` / ``consumer``) across its incarnations."""
+
+    def __init__(self, role: str, label: str,
+                 spawn: Callable[[int], ClientProcess] | None = None):
+        self.role, self.label, self.spawn = role, label, spawn
+        self.incarnation = -1
+        self.child: ClientProcess | None = None
+        self.struck = False  # the current incarnation was ended by a fault
+        self.closed = False  # the workload is done with it: no more incarnations
+        self.earlier_lines = 0  # lines of the incarnations before the current one
+        self._lock = threading.RLock()
+
+    # -- what the nemesis reads --------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self.child.pid if self.child is not None else None
+
+    @property
+    def state(self) -> NodeState:
+        status = process_status(self.pid) if self.alive() else "gone"
+        if status == "gone":
+            return NodeState.STOPPED
+        return NodeState.PAUSED if status == psutil.STATUS_STOPPED else NodeState.RUNNING
+
+    def lines(self) -> int:
+        """Lines the client printed, over every incarnation (its progress)."""
+        with self._lock:
+            return self.earlier_lines + (self.child.lines if self.child is not None else 0)
+
+    def alive(self) -> bool:
+        return self.child is not None and self.child.alive()
+
+    def down(self) -> bool:
+        """Ended by a fault and not started again yet (the client is still in the run)."""
+        return self.struck and not self.closed and not self.alive()
+
+    # -- what the nemesis does ---------------------------------------------------------
+    def start(self) -> Restartable:
+        """A new incarnation (nothing once the workload closed it, or while one runs)."""
+        with self._lock:
+            if self.closed or self.alive():
+                return self
+            if self.spawn is None:
+                raise ClusterError(f"the {self.label} has not been started by its workload")
+            if self.child is not None:
+                self.earlier_lines += self.child.lines
+            self.incarnation += 1
+            self.child = self.spawn(self.incarnation)
+            self.child.start()
+            self.struck = False
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL, returning once the kernel shows the process gone."""
+        self._struck_child("SIGKILL").kill()
+        self._await(NodeState.STOPPED, "SIGKILL")
+
+    def terminate(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM (SIGKILL after ``timeout``), returning once the process is gone."""
+        self._struck_child("SIGTERM").terminate(timeout)
+        self._await(NodeState.STOPPED, "SIGTERM")
+
+    def pause(self) -> None:
+        """SIGSTOP, returning once the kernel shows the process stopped."""
+        self._running_child("SIGSTOP").pause()
+        self._await(NodeState.PAUSED, "SIGSTOP")
+
+    def resume(self) -> None:
+        """SIGCONT, returning once the kernel shows it running (one that died meanwhile is
+        left to ``start``)."""
+        if self.alive():
+            self.child.resume()
+            self._await(NodeState.RUNNING, "SIGCONT")
+
+    def _running_child(self, sent: str) -> ClientProcess:
+        if not self.alive() or self.closed:
+            raise ClusterError(f"cannot send {sent} to the {self.label}: its process is not "
+                               f"running (state {self.state.value})")
+        return self.child
+
+    def _struck_child(self, sent: str) -> ClientProcess:
+        child = self._running_child(sent)
+        self.struck = True  # before the signal: the workload sees the exit as the fault's
+        return child
+
+    def _await(self, wanted: NodeState, sent: str) -> None:
+        def check() -> str | None:
+            state = self.state
+            if state is wanted or (state is NodeState.STOPPED and wanted is NodeState.RUNNING):
+                return None
+            return f"state {state.value} (process status {process_status(self.pid)})"
+
+        try:
+            wait_for(check, SIGNAL_TIMEOUT_S, f"its process {wanted.value}", poll=0.05)
+        except ClusterError as exc:
+            raise ClusterError(f"{sent} did not act on the {self.label} (pid {self.pid}): "
+                               f"{exc}") from None
+
+    # -- what the workload does --------------------------------------------------------
+    def close(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
+        """No more incarnations; SIGTERM the running one (SIGKILL after ``timeout``)."""
+        with self._lock:
+            self.closed = True
+            child = self.child
+        return child.terminate(timeout) if child is not None else None
+
+    def wait_restart(self, after: int, timeout: float, give_up: Callable[[], bool]) -> bool:
+        """Wait until an incarnation later than ``after`` runs (True), or ``give_up()``
+        (False), at most ``timeout`` s (``ClusterError``)."""
+        found: list[bool] = []
+
+        def check() -> str | None:
+            if self.incarnation > after:
+                found.append(True)
+                return None
+            if give_up():
+                found.append(False)
+                return None
+            return f"incarnation {self.incarnation} ended by a fault, not started again"
+
+        wait_for(check, timeout, f"the nemesis to start the {self.label} again", poll=0.1)
+        return found[-1]
+
+    def component(self, recovery: Callable[[int, float], None] | None = None) -> Component:
+        """The nemesis' view: recovered once the client printed a line after the restore
+        (or the workload is done with it)."""
+        def printed(baseline: int, timeout: float) -> None:
+            wait_for(lambda: None if self.closed or self.lines() > baseline else
+                     f"{self.lines()} lines, {baseline} at the restore", timeout,
+                     f"the {self.label} printing again after the restore")
+
+        return Component(self.role, self.label, self, self.lines, recovery or printed)
+
+
+def run_producer(handle: Restartable, sent: Callable[[], int], messages: int,
+                 stop: threading.Event | None, keep_going: Callable[[], bool] | None,
+                 idle_s: float, close_s: float,
+                 ended: Callable[[ClientProcess, int, bool], None]) -> None:
+    """Start the producer and supervise its incarnations until the workload should stop
+    (``lines.supervise``); ``ended(child, incarnation, struck)`` writes off each one that
+    exited. A struck incarnation waits (``RESTART_WAIT_S``) for the nemesis' restore."""
+    def finished() -> bool:
+        return (stop is not None and stop.is_set()) or (
+            keep_going is not None and sent() >= messages and not keep_going())
+
+    handle.start()
+    try:
+        while True:
+            child, incarnation, asked = handle.child, handle.incarnation, False
+            assert child is not None
+            try:
+                asked = supervise(child, sent, messages, stop, keep_going, idle_s, close_s)
+            finally:
+                struck = handle.struck and not asked
+                if not struck:  # the workload's own end: no incarnation after this one
+                    handle.close(close_s)
+                ended(child, incarnation, struck)
+            if not struck or not handle.wait_restart(incarnation, RESTART_WAIT_S, finished):
+                return
+    finally:
+        handle.close(close_s)
+
