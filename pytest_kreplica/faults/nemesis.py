@@ -216,6 +216,8 @@ class Nemesis(Elections):
                 able = [n for n, f in FAILURES.items() if f.strike_component is not None]
                 raise InputError(f"nemesis: failure {spec.failure!r} cannot hit "
                                  f"{comp.label}; allowed: {', '.join(able)}")
+            if hasattr(comp.process, "await_ready"):  # a client still starting up
+                comp.process.await_ready()
             rec.strike_ns = now_ns()
             self.writer.event(failure.event, node=comp.name, role=spec.target,
                               time_ns=rec.strike_ns,

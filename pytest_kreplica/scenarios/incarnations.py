@@ -42,6 +42,7 @@ SIGNAL_TIMEOUT_S = 10.0
 # how long a struck producer's workload waits for the nemesis to start its next incarnation
 # (the fault's downtime, then the restore): beyond it the workload ends with what it sent
 RESTART_WAIT_S = 300.0
+READY_WAIT_S = 60.0  # a client starting up (a JVM on a loaded machine) before a strike
 
 
 def incarnation_process(base: int, incarnation: int) -> int:
@@ -75,9 +76,12 @@ class Restartable:
         self.role, self.label, self.spawn = role, label, spawn
         self.incarnation = -1
         self.child: ClientProcess | None = None
-        self.struck = False  # the current incarnation was ended by a fault
+        self.struck_ones: set[int] = set()  # the incarnations a fault ended
         self.closed = False  # the workload is done with it: no more incarnations
         self.earlier_lines = 0  # lines of the incarnations before the current one
+        # whether the current incarnation is at work (a producer answered a send): a strike
+        # waits for it (``READY_WAIT_S``), so it hits a client at work, not one starting up
+        self.ready: Callable[[], bool] = lambda: self.child is not None and self.child.lines > 0
         self._lock = threading.RLock()
 
     # -- what the nemesis reads --------------------------------------------------------
@@ -100,6 +104,11 @@ class Restartable:
     def alive(self) -> bool:
         return self.child is not None and self.child.alive()
 
+    @property
+    def struck(self) -> bool:
+        """Whether the current incarnation was ended (or is being ended) by a fault."""
+        return self.incarnation in self.struck_ones
+
     def down(self) -> bool:
         """Ended by a fault and not started again yet (the client is still in the run)."""
         return self.struck and not self.closed and not self.alive()
@@ -117,7 +126,6 @@ class Restartable:
             self.incarnation += 1
             self.child = self.spawn(self.incarnation)
             self.child.start()
-            self.struck = False
         return self
 
     def kill(self) -> None:
@@ -142,15 +150,25 @@ class Restartable:
             self.child.resume()
             self._await(NodeState.RUNNING, "SIGCONT")
 
+    def await_ready(self, timeout: float = READY_WAIT_S) -> None:
+        """Return once the running incarnation is at work (``ready``), or is gone (the
+        strike then finds nothing to act on); the nemesis calls it before the strike, so a
+        fault hits a client at work, not one starting up (a JVM on a loaded machine)."""
+        wait_for(lambda: None if not self.alive() or self.ready() else
+                 f"incarnation {self.incarnation} starting up", timeout,
+                 f"the {self.label} at work before the strike", poll=0.1)
+
     def _running_child(self, sent: str) -> ClientProcess:
-        if not self.alive() or self.closed:
+        if not self.alive() or self.closed or self.child is None:
             raise ClusterError(f"cannot send {sent} to the {self.label}: its process is not "
                                f"running (state {self.state.value})")
         return self.child
 
     def _struck_child(self, sent: str) -> ClientProcess:
-        child = self._running_child(sent)
-        self.struck = True  # before the signal: the workload sees the exit as the fault's
+        with self._lock:
+            child = self._running_child(sent)
+            # before the signal: the workload sees the exit as the fault's
+            self.struck_ones.add(self.incarnation)
         return child
 
     def _await(self, wanted: NodeState, sent: str) -> None:
@@ -191,15 +209,17 @@ class Restartable:
         wait_for(check, timeout, f"the nemesis to start the {self.label} again", poll=0.1)
         return found[-1]
 
-    def component(self, recovery: Callable[[int, float], None] | None = None) -> Component:
-        """The nemesis' view: recovered once the client printed a line after the restore
-        (or the workload is done with it)."""
-        def printed(baseline: int, timeout: float) -> None:
-            wait_for(lambda: None if self.closed or self.lines() > baseline else
-                     f"{self.lines()} lines, {baseline} at the restore", timeout,
-                     f"the {self.label} printing again after the restore")
+    def component(self) -> Component:
+        """The nemesis' view: recovered once the client printed again after the restore
+        and is at work (``ready``: a producer answered a send), or the workload is done
+        with it."""
+        def working(baseline: int, timeout: float) -> None:
+            wait_for(lambda: None if self.closed or (self.lines() > baseline and self.ready())
+                     else f"{self.lines()} lines ({baseline} at the restore), incarnation "
+                          f"{self.incarnation} {'at work' if self.ready() else 'starting up'}",
+                     timeout, f"the {self.label} at work again after the restore")
 
-        return Component(self.role, self.label, self, self.lines, recovery or printed)
+        return Component(self.role, self.label, self, self.lines, working)
 
 
 def run_producer(handle: Restartable, sent: Callable[[], int], messages: int,
@@ -221,7 +241,7 @@ def run_producer(handle: Restartable, sent: Callable[[], int], messages: int,
             try:
                 asked = supervise(child, sent, messages, stop, keep_going, idle_s, close_s)
             finally:
-                struck = handle.struck and not asked
+                struck = incarnation in handle.struck_ones and not asked
                 if not struck:  # the workload's own end: no incarnation after this one
                     handle.close(close_s)
                 ended(child, incarnation, struck)

@@ -124,13 +124,16 @@ class ProducerLines:
         return 1 + max((int(i.rpartition(".")[2]) for i in self.reported), default=-1)
 
     def write_off(self, topic: str, upper: int,
-                  why: str = "VerifiableProducer reported no result") -> None:
+                  why: str = "VerifiableProducer reported no result", known: bool = True
+                  ) -> None:
+        """Every id below ``upper`` without an answer as ``info``; ``known``: the tool said
+        it sent them (else a bound: they do not count as the workload's sends)."""
         for i in range(upper):  # sent, never answered: indeterminate, not guessed
             message_id = incarnation_id(self.incarnation, i)
             if message_id not in self.reported:
                 self.writer.send(self.process, topic, 0, message_id, None, "info", now_ns(),
                                  now_ns(), why)
-                self.stats.sent += 1
+                self.stats.sent += 1 if known else 0
                 self.stats.count("info", message_id)
 
 
@@ -157,7 +160,7 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     log_dir = client_log_dir(writer, CLIENT)
     config = write_properties(log_dir / f"producer-{process}.properties",
                               producer_properties(case))
-    current: list[ProducerLines] = []
+    results: dict[int, ProducerLines] = {}  # by incarnation
     unknown: list[str] = []
 
     def spawn(incarnation: int) -> JavaClient:
@@ -167,11 +170,11 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
                 "--max-messages", str(-1 if keep_going else case.messages)]
         args += ["--throughput", str(max(1, int(max_rate)))] if max_rate else []
         args += ["--value-prefix", str(incarnation)] if incarnation else []
-        current[:] = [ProducerLines(writer, stats, number, producer_retries(case) > 0,
-                                    incarnation)]
+        results[incarnation] = ProducerLines(writer, stats, number,
+                                             producer_retries(case) > 0, incarnation)
         client = JavaClient(case.kafka_version, PRODUCER_CLASS, args,
                             log_dir / f"verifiable-producer-{number}.log",
-                            current[0].on_event)
+                            results[incarnation].on_event)
         writer.event("start", process=number,
                      detail=f"VerifiableProducer {client.dist.version} acks={case.acks} "
                             f"{case.compression}" + (f", incarnation {incarnation}"
@@ -179,16 +182,18 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
         return client
 
     def ended(client: Any, incarnation: int, struck: bool) -> None:
-        lines = current[0]
+        client.wait(CLOSE_S)  # its last lines handed on before anything is written off
+        lines = results[incarnation]
         upper = lines.sent if lines.sent is not None else (
             None if keep_going else case.messages)
-        why = "VerifiableProducer reported no result"
+        why, known = "VerifiableProducer reported no result", True
         if upper is None and struck and max_rate:
-            upper = killed_upper(max_rate, time.monotonic() - lines.started,
-                                 lines.next_number())
+            upper, known = killed_upper(max_rate, time.monotonic() - lines.started,
+                                        lines.next_number()), False
             why = (f"in flight when the producer process was killed: VerifiableProducer "
                    f"may have sent up to {upper} messages at {int(max_rate)} msg/s")
-        lines.write_off(topic, upper if upper is not None else lines.next_number(), why)
+        lines.write_off(topic, upper if upper is not None else lines.next_number(), why,
+                        known)
         if upper is None:
             unknown.append(f"VerifiableProducer exited without its tool_data line: the "
                            f"sends after id {lines.next_number() - 1} are unknown; log "
@@ -199,6 +204,8 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
 
     handle = producer or producer_handle()
     handle.spawn = spawn
+    handle.ready = lambda: bool(handle.incarnation in results
+                                and results[handle.incarnation].reported)  # it answers
     run_producer(handle, lambda: stats.sent, case.messages, stop, keep_going, IDLE_S,
                  CLOSE_S, ended)
     if unknown:

@@ -77,6 +77,7 @@ class ChildSends:
     def __init__(self, writer: Any, stats: ProduceStats):
         self.writer, self.stats = writer, stats
         self.pending: dict[str, tuple[str, int, int]] = {}
+        self.answered = 0
         self.lock = threading.Lock()
 
     def on_line(self, line: dict[str, Any]) -> None:
@@ -89,6 +90,7 @@ class ChildSends:
         elif kind == "send":
             with self.lock:
                 self.pending.pop(args[3], None)
+                self.answered += 1
             self.writer.send(*args, **kwargs)
             self.stats.count(args[5], args[3])
         elif kind == "event":
@@ -113,13 +115,13 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     workload's signature); with ``producer`` (the nemesis' target) one child per
     incarnation, each with ids of its own."""
     stats = stats or ProduceStats()
-    current: list[ChildSends] = []
+    results: dict[int, ChildSends] = {}  # by incarnation
     codes: list[tuple[int | None, Path]] = []
 
     def spawn(incarnation: int) -> ClientProcess:
         number = incarnation_process(process, incarnation)
         prefix = incarnation_id(incarnation, 0)[:-1]  # "" or "K."
-        current[:] = [ChildSends(writer, stats)]
+        results[incarnation] = ChildSends(writer, stats)
         cmd = [sys.executable, "-m", CHILD, "produce",
                "--config", json.dumps(producer_config(case, bootstrap)),
                "--topics", ",".join(topics), "--partitions", str(case.partitions),
@@ -134,12 +136,12 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
                      f"{case.producer_mode} acks={case.acks} {case.compression}"
                      + (f", incarnation {incarnation}" if incarnation else ""))
         return ClientProcess(cmd, client_log_dir(writer, CLIENT) /
-                             f"rdkafka-producer-{number}.log", current[0].on_line,
+                             f"rdkafka-producer-{number}.log", results[incarnation].on_line,
                              "rdkafka-producer")
 
     def ended(child: Any, incarnation: int, struck: bool) -> None:
         code = child.wait(CLOSE_S)
-        current[0].write_off(incarnation_process(process, incarnation))
+        results[incarnation].write_off(incarnation_process(process, incarnation))
         writer.event("stop", process=incarnation_process(process, incarnation),
                      detail=f"librdkafka producer exited ({code})"
                             + (", ended by a fault" if struck else ""))
@@ -148,6 +150,8 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
 
     handle = producer or producer_handle()
     handle.spawn = spawn
+    handle.ready = lambda: bool(handle.incarnation in results
+                                and results[handle.incarnation].answered)  # it answers
     run_producer(handle, lambda: stats.sent, case.messages, stop, keep_going, IDLE_S,
                  CLOSE_S, ended)
     broken = [(code, log) for code, log in codes if code is not None and code > 0]
