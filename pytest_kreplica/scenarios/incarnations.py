@@ -121,12 +121,17 @@ class Restartable:
                 return self
             if self.spawn is None:
                 raise ClusterError(f"the {self.label} has not been started by its workload")
+            child = self.spawn(self.incarnation + 1).start()
             if self.child is not None:
                 self.earlier_lines += self.child.lines
-            self.incarnation += 1
-            self.child = self.spawn(self.incarnation)
-            self.child.start()
+            # both at once: the workload reads them together (``current``)
+            self.child, self.incarnation = child, self.incarnation + 1
         return self
+
+    def current(self) -> tuple[ClientProcess | None, int]:
+        """The running incarnation's process and number, read together."""
+        with self._lock:
+            return self.child, self.incarnation
 
     def kill(self) -> None:
         """SIGKILL, returning once the kernel shows the process gone."""
@@ -198,7 +203,7 @@ class Restartable:
         found: list[bool] = []
 
         def check() -> str | None:
-            if self.incarnation > after:
+            if self.current()[1] > after:
                 found.append(True)
                 return None
             if give_up():
@@ -236,7 +241,7 @@ def run_producer(handle: Restartable, sent: Callable[[], int], messages: int,
     handle.start()
     try:
         while True:
-            child, incarnation, asked = handle.child, handle.incarnation, False
+            (child, incarnation), asked = handle.current(), False
             assert child is not None
             try:
                 asked = supervise(child, sent, messages, stop, keep_going, idle_s, close_s)
