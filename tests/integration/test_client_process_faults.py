@@ -1,8 +1,9 @@
 """The client process as the nemesis' target (``producer`` / ``consumer``), for real: the
 strikes act on a real pid (the kernel shows it gone or stopped), a restore is a new
 incarnation, nothing is started once the workload is done with it; and on a real broker,
-per client, a producer SIGKILLed mid-run is recorded (its kill and the restart), the
-restarted incarnation writes ids of its own, and the history the checker reads stays valid."""
+per client, a producer or consumer struck mid-run is recorded (the strike, the restart),
+a restarted producer writes ids of its own, and the history the checker reads stays
+valid."""
 
 from __future__ import annotations
 
@@ -84,14 +85,17 @@ def cluster(tmp_path_factory):
         c.close()
 
 
-@pytest.mark.parametrize(("client", "target"), [("java", "producer"),
-                                                ("librdkafka", "producer"),
-                                                ("librdkafka", "consumer")])
-def test_a_client_process_killed_mid_run_is_recorded_and_the_history_stays_valid(
-        cluster, tmp_path, client, target):
+@pytest.mark.parametrize(("client", "target", "failure"), [
+    ("java", "producer", "hard"), ("librdkafka", "producer", "hard"),
+    ("librdkafka", "consumer", "hard"), ("librdkafka", "producer", "clean"),
+    ("java", "consumer", "soft")])
+def test_a_client_process_struck_mid_run_is_recorded_and_the_history_stays_valid(
+        cluster, tmp_path, client, target, failure):
+    from pytest_kreplica.faults import FAILURES
     from pytest_kreplica.scenarios.runner import CaseHooks, run_case
 
-    dims = {**CASE["dimensions"], "client": [client], "target": [target]}
+    dims = {**CASE["dimensions"], "client": [client], "target": [target],
+            "failure": [failure]}
     (case,) = parse_matrix(Path("client-targets.yaml"), {"dimensions": dims}).cases
     hooks = CaseHooks()
     add_nemesis(case, hooks)
@@ -99,21 +103,22 @@ def test_a_client_process_killed_mid_run_is_recorded_and_the_history_stays_valid
     result = run_case(case, cluster, run_dir, hooks=hooks, replica_check=False)
     (fault,) = result.extra["faults"]
     assert fault["target"] == target and fault["node"] == target and not fault["error"], fault
-    assert fault["state_after_strike"] == "stopped"
+    assert fault["state_after_strike"] == FAILURES[failure].struck_state  # read back: psutil
     events = _rows(run_dir, "events")
-    kills = [e for e in events if e["kind"] == "kill"]
-    assert [(e["node"], e["role"]) for e in kills] == [(target, target)]
+    strikes = [e for e in events if e["kind"] == FAILURES[failure].event]
+    assert [(e["node"], e["role"]) for e in strikes] == [(target, target)]
     base = 0 if target == "producer" else 1
     starts = [e["process"] for e in events if e["kind"] == "start" and e["process"] is not None
               and e["process"] % 100 == base]
-    assert starts[:2] == [base, base + 100], starts  # the restart: a new incarnation
+    restarted = failure != "soft"  # a pause resumes the same process
+    assert starts == ([base, base + 100] if restarted else [base]), starts
     sends = _rows(run_dir, "sends")
-    if target == "producer":
+    assert len({s["id"] for s in sends}) == len(sends)  # one row per id
+    if target == "producer" and restarted:
         later = [s for s in sends if s["process"] == 100]
         assert later and all(s["id"].startswith("1.") for s in later)
         assert any(s["status"] == "ok" for s in later)  # the new incarnation was acknowledged
-        assert len({s["id"] for s in sends}) == len(sends)  # one row per id
-    else:
+    if target == "consumer" and restarted:
         assert {p["process"] for p in _rows(run_dir, "polls")} >= {1, 101}
     result.assert_valid()
     assert result.verdict.valid, result.verdict.summary()
