@@ -172,8 +172,8 @@ def supervise(client: ClientProcess, sent: Callable[[], int], messages: int,
               idle_s: float, close_s: float) -> bool:
     """Until a producer child exits: SIGTERM once it should stop (``stop``, or
     ``keep_going`` false once ``sent()`` reached ``messages``), then True; False when it
-    exited by itself (or was struck); a child silent for ``idle_s`` while running is stuck
-    (``ClusterError``; a paused one is not silent by itself)."""
+    exited by itself (or was struck); a child silent for ``idle_s`` is stuck
+    (``ClusterError``; ``idle_s`` is far above any fault's pause of the child)."""
     while client.wait(0.2) is None:
         done = keep_going is not None and sent() >= messages and not keep_going()
         if done or (stop is not None and stop.is_set()):
