@@ -31,7 +31,10 @@ def _remove(client: docker.DockerClient, doomed: Callable[[str], bool]) -> list[
     import docker
 
     removed: list[str] = []
-    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
+    # ignore_removed: another session (or this owner's watcher) may remove a container
+    # between the list and the inspect the SDK does per container
+    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER},
+                                            ignore_removed=True):
         if doomed(container.labels.get(LABEL_OWNER, "")):
             with contextlib.suppress(docker.errors.NotFound):
                 container.remove(force=True)

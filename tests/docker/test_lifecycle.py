@@ -21,7 +21,7 @@ from pytest_kreplica.waits import wait_for
 
 def leftovers(client, cluster_name: str) -> list[str]:
     label = {"label": f"{LABEL_CLUSTER}={cluster_name}"}
-    return ([c.name for c in client.containers.list(all=True, filters=label)]
+    return ([c.name for c in client.containers.list(all=True, filters=label, ignore_removed=True)]
             + [n.name for n in client.networks.list(filters=label)])
 
 
@@ -82,12 +82,15 @@ def start_child(tmp_path) -> tuple[subprocess.Popen, str]:
     """A session of its own that starts a one-node docker cluster and sleeps."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)],
-                             stdout=subprocess.PIPE, text=True, env=env)
-    name = child.stdout.readline().strip()
-    if not name.startswith("kreplica-"):
-        child.kill()
-        pytest.fail(f"child did not start a cluster (exit {child.poll()})")
-    return child, name
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=env)
+    seen = []
+    for line in child.stdout:  # ends when the child does (its start is bounded: 180 s)
+        if line.startswith("kreplica-"):
+            return child, line.strip()
+        seen.append(line.rstrip())
+    child.kill()
+    pytest.fail(f"child did not start a cluster (exit {child.wait()}); it printed: {seen[-10:]}")
 
 
 def sigkill(child: subprocess.Popen) -> None:

@@ -302,5 +302,6 @@ class DockerMirrorMaker(MirrorMaker):
 def containers_of_this_session(client: docker.DockerClient) -> list[str]:
     """Names of MirrorMaker 2 containers owned by this process (tests: nothing left)."""
     found = client.containers.list(all=True, filters={
-        "label": [f"{LABEL_OWNER}={reaper.owner_token()}", f"{LABEL_NODE}={NODE_NAME}"]})
+        "label": [f"{LABEL_OWNER}={reaper.owner_token()}", f"{LABEL_NODE}={NODE_NAME}"]},
+        ignore_removed=True)
     return [c.name for c in found]
