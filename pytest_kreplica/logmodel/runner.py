@@ -1,11 +1,11 @@
 """Run the log machine against a cluster under a Hypothesis profile; on a failure write the shrunk
 program as a replay file into the run directory; at the end compare the replicas.
 
-Profiles (``PROFILES``): ``ci`` is 20 examples x 20 steps on one reused cluster (every rule runs
-in it; about a minute on 2 cores: the search for bugs is the soak's), ``soak`` runs for hours
-(``KREPLICA_LOG_EXAMPLES`` overrides the number of examples of any profile). The example
-database lives under the output directory, so a failure found once is tried first on the next
-run."""
+Profiles (``PROFILES``): ``ci`` is 20 examples x 20 steps on one reused cluster (every rule but
+one of the two disruptions runs in it; about a minute on 2 cores: the search for bugs is the
+soak's), ``soak`` runs for hours (``KREPLICA_LOG_EXAMPLES`` overrides the number of examples of
+any profile). The example database lives under the output directory, so a failure found once is
+tried first on the next run."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ class _Collection:
     def __init__(self, things):
         self.things = things
 
-    def list(self, all: bool = False, filters=None):  # noqa: A002 - docker SDK's keyword
+    def list(self, all: bool = False, filters=None,  # noqa: A002 - docker SDK's keyword
+             ignore_removed: bool = False):
         key = filters["label"]
         return [t for t in self.things if key in t.labels]
 
