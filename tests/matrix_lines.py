@@ -3,10 +3,19 @@ that each refuse one combination."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_kreplica.errors import MatrixError
 from pytest_kreplica.matrix import load_matrix
+
+
+def write_matrix(tmp_path, dimensions: str) -> Path:
+    """``m.yaml``: a replication matrix whose ``dimensions`` are one flow-style mapping."""
+    path = tmp_path / "m.yaml"
+    path.write_text(f"scenario: replication\ndimensions: {dimensions}\n")
+    return path
 
 
 def matrix_error_line(tmp_path, dimensions: str) -> str:

@@ -24,21 +24,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import psutil
-
 from ..cluster.base import NodeState
 from ..errors import ClusterError
 from ..faults import Component
 from ..waits import wait_for
 from .lines import ClientProcess, supervise
+from .procstate import await_state, node_state
 
 __all__ = ["INCARNATION_STEP", "RESTART_WAIT_S", "Restartable", "incarnation_id",
            "incarnation_process", "run_producer"]
 
 INCARNATION_STEP = 100  # history process numbers of one client: 0, 100, 200, ...
 STOP_TIMEOUT_S = 15.0
-# a signal is delivered when its target next runs: on a loaded machine that takes a while
-SIGNAL_TIMEOUT_S = 10.0
 # how long a struck producer's workload waits for the nemesis to start its next incarnation
 # (the fault's downtime, then the restore): beyond it the workload ends with what it sent
 RESTART_WAIT_S = 300.0
@@ -54,18 +51,6 @@ def incarnation_id(incarnation: int, number: int) -> str:
     """The id of message ``number`` of a producer ``incarnation``: ``N`` for the first,
     ``K.N`` after (VerifiableProducer's ``--value-prefix K``): unique across restarts."""
     return str(number) if incarnation == 0 else f"{incarnation}.{number}"
-
-
-def process_status(pid: int | None) -> str:
-    """The kernel's state of ``pid`` (psutil: "stopped" is /proc/PID/stat's T), "gone" once
-    it exited (a zombie counts as gone: it runs no more)."""
-    if pid is None:
-        return "gone"
-    try:
-        status = psutil.Process(pid).status()
-    except psutil.NoSuchProcess:
-        return "gone"
-    return "gone" if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) else status
 
 
 class Restartable:
@@ -91,10 +76,7 @@ class Restartable:
 
     @property
     def state(self) -> NodeState:
-        status = process_status(self.pid) if self.alive() else "gone"
-        if status == "gone":
-            return NodeState.STOPPED
-        return NodeState.PAUSED if status == psutil.STATUS_STOPPED else NodeState.RUNNING
+        return node_state(self.pid, self.alive())
 
     def lines(self) -> int:
         """Lines the client printed, over every incarnation (its progress)."""
@@ -177,17 +159,7 @@ class Restartable:
         return child
 
     def _await(self, wanted: NodeState, sent: str) -> None:
-        def check() -> str | None:
-            state = self.state
-            if state is wanted or (state is NodeState.STOPPED and wanted is NodeState.RUNNING):
-                return None
-            return f"state {state.value} (process status {process_status(self.pid)})"
-
-        try:
-            wait_for(check, SIGNAL_TIMEOUT_S, f"its process {wanted.value}", poll=0.05)
-        except ClusterError as exc:
-            raise ClusterError(f"{sent} did not act on the {self.label} (pid {self.pid}): "
-                               f"{exc}") from None
+        await_state(lambda: self.state, self.pid, wanted, sent, f"the {self.label}")
 
     # -- what the workload does --------------------------------------------------------
     def close(self, timeout: float = STOP_TIMEOUT_S) -> int | None:

@@ -27,20 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from ..cluster.base import NodeState
 from ..cluster.launcher import Launcher
 from ..errors import ClusterError
 from ..history import ISOLATION_LEVELS
-from ..waits import wait_for
 from .lines import LineWriter
+from .procstate import await_state, node_state, process_status
 from .txn_group import RC, GroupReader
 
 INCARNATION_STEP = 100
 STOP_TIMEOUT_S = 15.0
-# a signal is delivered when its target next runs: on a loaded machine that takes a while
-SIGNAL_TIMEOUT_S = 10.0
 
 
 class MemberProcess:
@@ -71,22 +67,11 @@ class MemberProcess:
 
     @property
     def state(self) -> NodeState:
-        if not self.alive():
-            return NodeState.STOPPED
-        status = self.status()
-        if status == "gone":
-            return NodeState.STOPPED
-        return NodeState.PAUSED if status == psutil.STATUS_STOPPED else NodeState.RUNNING
+        return node_state(self.pid, self.alive())
 
     def status(self) -> str:
-        """The kernel's state of the process (psutil: "stopped" is /proc/PID/stat's T),
-        "gone" once it exited."""
-        if self._proc is None:
-            return "gone"
-        try:
-            return psutil.Process(self._proc.pid).status()
-        except psutil.NoSuchProcess:
-            return "gone"
+        """The kernel's state of the process, "gone" once it exited."""
+        return process_status(self.pid)
 
     def start(self) -> MemberProcess:
         """A new incarnation (its own process number) joining the group."""
@@ -139,17 +124,7 @@ class MemberProcess:
         self._await_state(NodeState.RUNNING, "SIGCONT")
 
     def _await_state(self, wanted: NodeState, sent: str) -> None:
-        def check() -> str | None:
-            state = self.state
-            if state is wanted or (state is NodeState.STOPPED and wanted is NodeState.RUNNING):
-                return None
-            return f"state {state.value} (process status {self.status()})"
-
-        try:
-            wait_for(check, SIGNAL_TIMEOUT_S, f"its process {wanted.value}", poll=0.05)
-        except ClusterError as exc:
-            raise ClusterError(f"{sent} did not act on group member {self.process} "
-                               f"(pid {self.pid}): {exc}") from None
+        await_state(lambda: self.state, self.pid, wanted, sent, f"group member {self.process}")
 
     # -- the reader interface of the drain -------------------------------------------------
     def alive(self) -> bool:

@@ -18,7 +18,7 @@ from pytest_kreplica.errors import ClusterError
 from pytest_kreplica.faults import Component, FaultPlan, Nemesis
 from pytest_kreplica.faults.registry import GROUP_MEMBER
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.scenarios import member_process
+from pytest_kreplica.scenarios import procstate
 from pytest_kreplica.scenarios.member_process import INCARNATION_STEP, MemberProcess
 from pytest_kreplica.waits import wait_until
 from tests.killed import child_session, gone
@@ -85,7 +85,7 @@ def test_the_member_state_is_the_kernels_not_the_senders(member):
 def test_a_sigstop_that_did_not_arrive_is_a_cluster_error_within_its_bound(member,
                                                                            monkeypatch):
     """The planted fault: the SIGSTOP is never sent (every other step is the product's)."""
-    monkeypatch.setattr(member_process, "SIGNAL_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(procstate, "SIGNAL_TIMEOUT_S", 1.0)
     sent = []
     monkeypatch.setattr(member, "_signal", sent.append)
     with pytest.raises(ClusterError, match=r"SIGSTOP did not act on group member 1 \(pid "
@@ -105,7 +105,7 @@ def test_a_soft_fault_whose_sigstop_did_not_arrive_is_a_harness_error_on_the_tim
         member, monkeypatch, tmp_path):
     """The nemesis' ``soft`` on target group-member, on the real member process: the
     kernel's state read back, the fault's error and its ``fault-did-not-act`` event."""
-    monkeypatch.setattr(member_process, "SIGNAL_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(procstate, "SIGNAL_TIMEOUT_S", 1.0)
     monkeypatch.setattr(member, "_signal", lambda sig: None)  # planted: nothing is sent
     writer = RunWriter(tmp_path / "run")
     comp = Component(GROUP_MEMBER, "consumer group member", member, lambda: 0,

@@ -6,7 +6,6 @@ and the client dimension's collection errors, one line each."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 from confluent_kafka import KafkaError, Message
@@ -20,6 +19,7 @@ from pytest_kreplica.scenarios.rdkafka_child import delivery_status, poll_rows
 from pytest_kreplica.scenarios.rdkafka_client import ChildSends
 from pytest_kreplica.scenarios.sends import ProduceStats
 from pytest_kreplica.scenarios.verifiable import ConsumerLines, producer_result
+from tests.matrix_lines import write_matrix
 
 
 def rows(run_dir, table):
@@ -154,12 +154,6 @@ def test_the_report_header_names_the_client():
     assert client_text(None) == ""
 
 
-def _matrix(tmp_path, dimensions: str):
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(f"scenario: replication\ndimensions: {dimensions}\n"))
-    return path
-
-
 @pytest.mark.parametrize(("dimensions", "expected"), [
     ("{client: [kafka-python, rust]}",
      "m.yaml: dimensions.client: bad value 'rust'; allowed: kafka-python | java | librdkafka"),
@@ -175,13 +169,14 @@ def _matrix(tmp_path, dimensions: str):
 def test_a_bad_client_is_one_line_naming_file_key_and_allowed_values(tmp_path, dimensions,
                                                                      expected):
     with pytest.raises(MatrixError) as info:
-        load_matrix(_matrix(tmp_path, dimensions))
+        load_matrix(write_matrix(tmp_path, dimensions))
     assert str(info.value).startswith(str(tmp_path / expected.split(":", 1)[0]))
     assert expected.split(": ", 1)[1] in str(info.value) and "\n" not in str(info.value)
 
 
 def test_the_default_client_names_no_id_part_and_the_others_do(tmp_path):
-    path = _matrix(tmp_path, "{client: [kafka-python, java, librdkafka], producer_mode: [async]}")
+    path = write_matrix(tmp_path,
+                        "{client: [kafka-python, java, librdkafka], producer_mode: [async]}")
     cases = load_matrix(path).cases
     assert [c.case_id for c in cases] == ["m-default", "m-java", "m-librdkafka"]
     assert "client_java" in cases[1].markers

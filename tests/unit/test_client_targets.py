@@ -6,7 +6,6 @@ and the combinations that cannot run refused at matrix load with one line each."
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
@@ -23,6 +22,7 @@ from pytest_kreplica.scenarios.rdkafka_client import ChildSends
 from pytest_kreplica.scenarios.sends import ProduceStats
 from pytest_kreplica.validation.evidence import excusing_events
 from pytest_kreplica.validation.tradeoffs import judge
+from tests.matrix_lines import write_matrix
 from tests.unit.test_tradeoffs import COUNTS, lost_m3
 
 
@@ -102,12 +102,6 @@ def test_a_producer_kill_excuses_no_loss_under_any_acks(tmp_path):
     assert doc["accepted"] is False and "no fault explains its loss" in doc["reason"], doc
 
 
-def _matrix(tmp_path, dimensions: str):
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(f"scenario: replication\ndimensions: {dimensions}\n"))
-    return path
-
-
 @pytest.mark.parametrize(("dimensions", "expected"), [
     ("{failure: [hard], target: [producer]}",
      "m.yaml: case m-default.target: producer needs a client whose producer is a process of "
@@ -124,13 +118,13 @@ def _matrix(tmp_path, dimensions: str):
 ])
 def test_a_client_target_that_cannot_run_is_one_line(tmp_path, dimensions, expected):
     with pytest.raises(MatrixError) as info:
-        load_matrix(_matrix(tmp_path, dimensions))
+        load_matrix(write_matrix(tmp_path, dimensions))
     assert str(info.value).startswith(str(tmp_path / "m.yaml"))
     assert expected.split(": ", 1)[1] in str(info.value) and "\n" not in str(info.value)
 
 
 def test_the_client_targets_load_for_the_process_clients(tmp_path):
-    path = _matrix(tmp_path, "{failure: [hard, soft, clean], target: [producer, consumer], "
+    path = write_matrix(tmp_path, "{failure: [hard, soft, clean], target: [producer, consumer], "
                              "client: [java, librdkafka], producer_mode: [async]}")
     cases = load_matrix(path).cases
     assert len(cases) == 12
