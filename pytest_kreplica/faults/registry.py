@@ -10,6 +10,7 @@ from . import (
     clock,
     decommission,
     disk,
+    empty_restart,
     hard,
     join,
     links,
@@ -26,6 +27,7 @@ from .failure import Failure
 FAILURES: dict[str, Failure] = {f.name: f for f in (
     clean.FAILURE,
     hard.FAILURE,
+    empty_restart.FAILURE,
     soft.FAILURE,
     partition.FAILURE,
     links.SLOW_LINK,
