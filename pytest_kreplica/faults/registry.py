@@ -19,6 +19,7 @@ from . import (
     preferred,
     quorum,
     reassign,
+    remote_store,
     soft,
 )
 from .coordinators import COORDINATOR_TARGETS
@@ -45,6 +46,7 @@ FAILURES: dict[str, Failure] = {f.name: f for f in (
     join.FAILURE,
     decommission.FAILURE,
     quorum.FAILURE,
+    remote_store.FAILURE,
 )}
 
 NONE = "none"  # the matrix value for a case without a nemesis

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from ..cluster.base import Cluster
     from .runner import CaseContext
 
-__all__ = ["TIER_WAIT_S", "acked_offsets", "final_read_step", "read_check"]
+__all__ = ["TIER_WAIT_S", "acked_offsets", "final_read_step", "read_check", "upload_windows"]
 
+BEFORE_STRIKE_S = 2.0  # an upload this close before a strike was in flight at it
 TIER_WAIT_S = 60.0  # a closed segment reaches the remote tier and leaves the hotset
 READ_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_MS = 10_000
@@ -83,6 +84,34 @@ def _segments(store: Path, topic: str, partition: int) -> list[tuple[int, Path]]
     return [s for folder in (store.iterdir() if store.is_dir() else ())
             if folder.name.startswith(name) and len(folder.name) == len(name) + 22
             for s in remote_segments(folder)]
+
+
+def upload_windows(run_dir: Path, store: Path, parts: list[Part]) -> list[dict[str, Any]]:
+    """Per fault of the case (events.jsonl: a strike ``fault #N: ...`` to its restore), the
+    remote segments of ``parts`` uploaded in the ``BEFORE_STRIKE_S`` before the strike and
+    between strike and restore, by the upload time of each (its file's mtime: the store
+    writes every segment file once). Segments uploaded on both sides of a leader's SIGKILL
+    show that the copy task was busy when it was killed."""
+    times = sorted(path.stat().st_mtime_ns for t, p in parts for _, path in _segments(store, t, p))
+    faults: dict[str, dict[str, int]] = {}
+    events = run_dir / "events.jsonl"
+    for line in events.read_text().splitlines() if events.exists() else ():
+        row = json.loads(line)
+        label = str(row.get("detail") or "").partition(":")[0]
+        if label.startswith("fault #") and row.get("time_ns") is not None:
+            key = "restore" if "restore node" in str(row["detail"]) else "strike"
+            faults.setdefault(label, {}).setdefault(key, row["time_ns"])
+    out = []
+    for label, ns in sorted(faults.items()):
+        strike, restore = ns.get("strike"), ns.get("restore")
+        if strike is None or restore is None:
+            continue
+        out.append({"fault": label, "uploaded_before": sum(1 for t in times if t < strike),
+                    "uploaded_just_before_strike": sum(
+                        1 for t in times if strike - BEFORE_STRIKE_S * 1e9 <= t < strike),
+                    "uploaded_strike_to_restore": sum(1 for t in times if strike <= t <= restore),
+                    "uploaded_total": len(times)})
+    return out
 
 
 def _read_from_zero(bootstrap: str, parts: list[Part]) -> dict[Part, list[tuple[int, str]]]:
@@ -160,6 +189,7 @@ def final_read_step(ctx: CaseContext) -> None:
     ctx.extra["extra_counts"] = {"remote_reads": judged["remote_reads"]}
     ctx.extra["tiered"] = {"read": judged, "remote": remote, "remote_files": copied,
                            "local_starts": {f"{t}-{p}": o for (t, p), o in starts.items()},
+                           "uploads": upload_windows(ctx.run_dir, store, parts),
                            "step_s": round(time.monotonic() - started, 3)}
     checks.append({"name": "tiered read", "ok": judged["ok"], "detail": (
         f"{judged['records']} records read from offset 0, {judged['remote_reads']} of them "

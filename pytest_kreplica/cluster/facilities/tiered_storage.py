@@ -4,8 +4,10 @@ remote store ``LocalTieredStorage`` in a directory every node of the cluster sha
 
 Prepared: the ``kafka-storage`` test jar, resolved from Maven Central into the cache when the
 first tiered cluster of a Kafka version is attached. Adds to a node: the remote log
-settings (the spec's own settings win). Swept: nothing (the store is in the cluster's
-workdir). Process backend only: the store is a directory of this machine.
+settings (the spec's own settings win). Closed: a store left frozen by the remote store
+fault is thawed (``cluster/tieredfreeze.py``), so that the workdir can be deleted. Swept:
+the stores frozen by a process that died before it thawed them. Process backend only: the
+store is a directory of this machine.
 """
 
 from __future__ import annotations
@@ -25,7 +27,19 @@ class TieredStorage(Attachment):
     def describe(self) -> str:
         return str(self.handle)
 
+    def close(self) -> None:
+        from .. import tieredfreeze  # pulls in psutil
+
+        if tieredfreeze.is_frozen(self.handle):
+            tieredfreeze.thaw(self.handle)
+
+
+def sweep() -> object:
+    from .. import tieredfreeze  # pulls in psutil
+
+    return tieredfreeze.sweep_stale()
+
 
 FACILITY = Facility(name="tiered_storage", doc="the remote tier (Kafka's LocalTieredStorage)",
                     key="tiered", backends=("process",), attach=TieredStorage,
-                    describe_as="tiered_storage")
+                    describe_as="tiered_storage", sweep=sweep)
