@@ -15,8 +15,9 @@ epochs and producer state of the segment below the leader's local log start from
 tier and starts its local log there. That is the fault's point, and what it verifies.
 
 Verified to act: the strike reads the log dir back (no partition directory left, the kept
-files present) and records what it deleted. The restore starts the node, waits (bounded)
-until it is back in the ISR of every partition it held, and reads its rebuilt log dir:
+files present) and records what it deleted. The restore waits (bounded) until the
+controller has fenced the node and taken it out of the ISR, starts it, waits until it is
+back in the ISR of every partition it held, and reads its rebuilt log dir:
 every partition directory is back, and on a tiered cluster each partition that had remote
 segments at the strike starts its local log past offset 0 (its first segment's base offset),
 which proves it rebuilt from the tier boundary and not from a full local copy.
@@ -103,30 +104,42 @@ def _rebuilt(log_dir: Path, names: list[str]) -> dict[str, int | None]:
     return {n: _first_offset(log_dir / n) if (log_dir / n).is_dir() else None for n in names}
 
 
+def _isr_lacking(cluster: Cluster, node: int, topics: list[str], inside: bool) -> str | None:
+    """None once the node is in (``inside``) or out of the ISR of every partition of
+    ``topics`` it replicates; else the first partitions that are not yet."""
+    if not topics:
+        return None
+    states = cluster.partition_states(topics)
+    out = [f"{t}-{p} isr {list(s.isr)}" for (t, p), s in sorted(states.items())
+           if node in s.replicas and (node in s.isr) != inside]
+    return "; ".join(out[:3]) or None
+
+
 def restore(cluster: Cluster, node: int, timeout: float) -> str:
-    """Start the node, wait until it is back in the ISR of every partition it held, then
+    """Start the node once the controller took it out of the ISR (so that being back in it
+    means it caught up), wait until it is back in the ISR of every partition it held, then
     read where each rebuilt local log starts (tiered: past offset 0)."""
     log_dir = cluster.node(node).log_dir
     note = json.loads((log_dir.parent / NOTE).read_text())
     names = [n for n in note["parts"] if not n.startswith("__")]
     topics = sorted({part[0] for n in names if (part := _part(n)) is not None})
+    hint = f"log: {cluster.node(node).log_file}"
+    wait_for(lambda: _isr_lacking(cluster, node, topics, inside=False), ISR_TIMEOUT_S,
+             f"node {node} fenced and out of the ISR before its empty restart", hint, poll=0.5)
     cluster.start_node(node, timeout=timeout)
 
     def back() -> str | None:
-        states = cluster.partition_states(topics)
-        out = [f"{t}-{p} isr {list(s.isr)}" for (t, p), s in sorted(states.items())
-               if node in s.replicas and node not in s.isr]
-        return "; ".join(out[:3]) or None
+        lacking = _isr_lacking(cluster, node, topics, inside=True)
+        empty = [n for n, o in _rebuilt(log_dir, names).items() if o is None]
+        return lacking or (f"no local segment of {empty[:3]} yet" if empty else None)
     wait_for(back, ISR_TIMEOUT_S, f"node {node} back in the ISR of every partition it held "
-             "after its empty restart", f"log: {cluster.node(node).log_file}", poll=0.5)
+             "after its empty restart, each with a local segment", hint, poll=0.5)
     starts = _rebuilt(log_dir, names)
-    absent = sorted(n for n, o in starts.items() if o is None)
     from_zero = sorted(n for n in note["remote"] if starts.get(n) == 0)
-    if absent or from_zero:
+    if from_zero:
         raise ClusterError(f"empty_restart: node {node} did not rebuild from the remote tier: "
-                           f"no local segment of {absent[:MAX_LISTED]}, local log starting at "
-                           f"0 although the remote tier held its older segments: "
-                           f"{from_zero[:MAX_LISTED]}; log dir {log_dir}")
+                           "its local log starts at 0 although the remote tier held the "
+                           f"older segments of {from_zero[:MAX_LISTED]}; log dir {log_dir}")
     shown = ", ".join(f"{n} from {o}" for n, o in sorted(starts.items())[:MAX_LISTED])
     return (f"node {node} back in the ISR of {len(names)} partitions with an emptied disk; "
             f"local logs start: {shown}"

@@ -86,13 +86,19 @@ def _segments(store: Path, topic: str, partition: int) -> list[tuple[int, Path]]
             for s in remote_segments(folder)]
 
 
-def upload_windows(run_dir: Path, store: Path, parts: list[Part]) -> list[dict[str, Any]]:
+def upload_windows(run_dir: Path, store: Path, parts: list[Part],
+                   wall_minus_mono_ns: int | None = None) -> list[dict[str, Any]]:
     """Per fault of the case (events.jsonl: a strike ``fault #N: ...`` to its restore), the
     remote segments of ``parts`` uploaded in the ``BEFORE_STRIKE_S`` before the strike and
     between strike and restore, by the upload time of each (its file's mtime: the store
     writes every segment file once). Segments uploaded on both sides of a leader's SIGKILL
-    show that the copy task was busy when it was killed."""
-    times = sorted(path.stat().st_mtime_ns for t, p in parts for _, path in _segments(store, t, p))
+    show that the copy task was busy when it was killed. Event times are the history's
+    monotonic clock, file times the wall clock: ``wall_minus_mono_ns`` (now's by default)
+    maps one onto the other."""
+    shift = (time.time_ns() - time.monotonic_ns()) if wall_minus_mono_ns is None \
+        else wall_minus_mono_ns
+    times = sorted(path.stat().st_mtime_ns - shift
+                   for t, p in parts for _, path in _segments(store, t, p))
     faults: dict[str, dict[str, int]] = {}
     events = run_dir / "events.jsonl"
     for line in events.read_text().splitlines() if events.exists() else ():
