@@ -35,7 +35,7 @@ NAME = "remote_store_readonly"
 COPY_ERROR = re.compile(r"Error occurred while copying log segments of partition")
 ERROR_TIMEOUT_S = 30.0  # a 2 KiB segment rolls within a second under the workload
 CATCH_UP_TIMEOUT_S = 60.0
-OFFSETS = "remote-store-fault.json"  # beside the store: its segment count at the strike
+OFFSETS = "remote-store-fault.json"  # beside the store: segments and log sizes at the strike
 
 
 def _store(cluster: Cluster) -> Path:
@@ -73,7 +73,7 @@ def strike(cluster: Cluster, node: int, name: str) -> str:
     sizes, before = _log_sizes(cluster), _segments(root)
     started = time.monotonic()
     folders = tieredfreeze.freeze(root)
-    (root.parent / OFFSETS).write_text(json.dumps({"segments": before}))
+    (root.parent / OFFSETS).write_text(json.dumps({"segments": before, "logs": sizes}))
     refused = tieredfreeze.write_refused(root)
     if refused is None:
         raise ClusterError(f"{name}: the remote store {root} still takes new files after "
@@ -97,14 +97,16 @@ def restore(cluster: Cluster, node: int, name: str, timeout: float) -> str:
     from ..cluster import tieredfreeze  # pulls in psutil
 
     root = _store(cluster)
-    sizes = _log_sizes(cluster)
+    note = root.parent / OFFSETS
+    at_strike = json.loads(note.read_text()) if note.exists() else {}
+    before = at_strike.get("segments", 0)
+    failed = sum(_copy_errors(cluster, {int(n): size for n, size in
+                                        at_strike.get("logs", {}).items()}).values())
     tieredfreeze.thaw(root)
     refused = tieredfreeze.write_refused(root)
     if refused is not None:
         raise ClusterError(f"{name}: the remote store {root} still refuses new files after "
                            f"the thaw: {refused}")
-    note = root.parent / OFFSETS
-    before = json.loads(note.read_text())["segments"] if note.exists() else 0
     started = time.monotonic()
 
     def caught_up() -> str | None:
@@ -112,10 +114,9 @@ def restore(cluster: Cluster, node: int, name: str, timeout: float) -> str:
         return None if now > before else f"{now} remote segments (as at the strike)"
     wait_for(caught_up, min(timeout, CATCH_UP_TIMEOUT_S), f"uploads resumed after {name}",
              f"store {root}", poll=0.5)
-    failed = sum(_copy_errors(cluster, sizes).values())
-    return (f"remote store thawed, a new file taken; {_segments(root)} remote segments "
-            f"{time.monotonic() - started:.1f} s later (were {before} at the strike); "
-            f"{failed} copy errors logged since the thaw")
+    return (f"{failed} copy errors logged while the store was frozen; thawed, a new file "
+            f"taken; {_segments(root)} remote segments {time.monotonic() - started:.1f} s "
+            f"later (were {before} at the strike)")
 
 
 FAILURE = degrading(NAME, "the tiered cluster's remote store made unwritable (chattr +i) for "

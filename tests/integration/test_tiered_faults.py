@@ -120,6 +120,8 @@ def test_a_frozen_remote_store_fails_uploads_then_catches_up(cluster, tmp_path):
         assert tieredfreeze.write_refused(store) is not None, struck
         assert "copy errors logged" in struck, struck
         healed = remote_store.FAILURE.restore(cluster, leader, 60)
+        assert re.match(r"[1-9]\d* copy errors logged while the store was frozen", healed), \
+            healed
         assert not tieredfreeze.is_frozen(store)
         assert tieredfreeze.write_refused(store) is None, healed
     finally:
