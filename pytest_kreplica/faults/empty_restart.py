@@ -83,7 +83,10 @@ def strike(cluster: Cluster, node: int) -> str:
     size = sum(f.stat().st_size for e in doomed for f in ([e] if e.is_file() else e.rglob("*"))
                if f.is_file())
     for entry in doomed:
-        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
     left = [e.name for e in log_dir.iterdir() if e.name not in KEPT]
     missing = [k for k in ("meta.properties", "__cluster_metadata-0")
                if not (log_dir / k).exists()]
@@ -93,7 +96,8 @@ def strike(cluster: Cluster, node: int) -> str:
                            f"{len(parts)} partition dirs found to delete")
     (log_dir.parent / NOTE).write_text(json.dumps(
         {"parts": [f"{t}-{p}" for t, p in parts], "remote": remote}))
-    listed = " ".join(f"{t}-{p}" for t, p in parts[:MAX_LISTED])
+    shown = sorted(parts, key=lambda tp: (tp[0].startswith("__"), tp))  # the case's first
+    listed = " ".join(f"{t}-{p}" for t, p in shown[:MAX_LISTED])
     return (f"node {node} killed; {len(parts)} partition dirs and {len(doomed) - len(parts)} "
             f"checkpoint files deleted ({size} bytes: {listed}"
             f"{' ...' if len(parts) > MAX_LISTED else ''}), kept {', '.join(KEPT[:3])}; "
