@@ -16,6 +16,7 @@ from ..faults.registry import (
     FAILURES,
     GROUP_MEMBER,
     WORKLOAD_TARGETS,
+    facilities_needed,
     failures_on,
 )
 from .case import Case
@@ -125,8 +126,14 @@ def _check_client(path: Path, where: str, p: Mapping[str, Any], scenario: str) -
 
 
 def _check_tiered(path: Path, where: str, p: Mapping[str, Any], scenario: str) -> None:
-    """``tiered: on`` needs what Kafka's tiered storage and its test store need."""
+    """``tiered: on`` needs what Kafka's tiered storage and its test store need, and a
+    failure that acts on the remote store needs ``tiered: on``."""
     if p["tiered"] != "on":
+        if "tiered_storage" in facilities_needed(p["failure"]):
+            raise matrix_error(path, f"{where}.failure",
+                               f"{p['failure']} needs tiered: on (it acts on the remote "
+                               f"store), got tiered {p['tiered']}; allowed: tiered on, or "
+                               "another failure")
         return
     version = p["kafka_version"]
     if version is not None and tuple(int(x) for x in version.split(".")) < (3, 9, 0):

@@ -46,6 +46,9 @@ def _matrix(tmp_path, dimensions, scenario="replication"):
     ({"tiered": ["on"], "backend": ["docker"]},
      "tiered: on needs backend process (the remote store is a directory on this machine), "
      "got backend docker; allowed: off, or backend process"),
+    ({"failure": ["remote_store_readonly"], "target": ["leader"]},
+     "failure: remote_store_readonly needs tiered: on (it acts on the remote store), got "
+     "tiered off; allowed: tiered on, or another failure"),
     ({"tiered": ["on"], "workload": ["txn"]},
      "tiered: on needs scenario replication and workload plain, got scenario replication, "
      "workload txn; allowed: off"),
