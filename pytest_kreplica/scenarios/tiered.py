@@ -108,7 +108,7 @@ def upload_windows(run_dir: Path, store: Path, parts: list[Part],
             key = "restore" if "restore node" in str(row["detail"]) else "strike"
             faults.setdefault(label, {}).setdefault(key, row["time_ns"])
     out = []
-    for label, ns in sorted(faults.items()):
+    for label, ns in sorted(faults.items(), key=lambda kv: int(kv[0][7:] or 0)):
         strike, restore = ns.get("strike"), ns.get("restore")
         if strike is None or restore is None:
             continue
