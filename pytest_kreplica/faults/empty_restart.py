@@ -154,6 +154,6 @@ def restore(cluster: Cluster, node: int, timeout: float) -> str:
 FAILURE = Failure(
     name="empty_restart", doc="SIGKILL, the node's partition data deleted (meta.properties "
     "and the KRaft metadata log kept), then a restart that rebuilds every replica",
-    event="wipe", restore_event="start", colour="#17becf", label="kill + empty disk",
+    event="wipe", restore_event="start", colour="#8c6d31", label="kill + empty disk",
     backends=("process",), moves_leadership=True, leader_gone=GONE_AT_STRIKE, random=False,
     strike=strike, restore=restore, struck_state="stopped", availability=STOPS)

@@ -30,9 +30,8 @@ def test_every_failure_names_registered_facilities_its_backends_offer():
         for name in failure.facilities:
             assert name in FACILITIES, f"{failure.name} names unknown facility {name!r}"
             assert set(failure.backends or ()) <= set(FACILITIES[name].backends), failure.name
-    # every facility serves a failure, but the remote tier, which a matrix dimension asks for
-    assert {n for f in FAILURES.values() for n in f.facilities} == \
-        set(FACILITIES) - {"tiered_storage"}
+    # every facility serves a failure (the remote tier also serves the tiered dimension)
+    assert {n for f in FAILURES.values() for n in f.facilities} == set(FACILITIES)
 
 
 def test_a_case_needs_what_its_failure_needs_and_random_what_it_may_draw():
