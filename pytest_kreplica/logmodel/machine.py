@@ -3,8 +3,8 @@ side by side, and checks after every action that they agree (seed 000, against a
 cluster through the protocol).
 
 Rules are weighted as in the seed: Hypothesis picks uniformly among enabled rules, so a rule
-of weight w is registered w times (``_weigh``). Every rule records its name and arguments in
-the environment's program, so the shrunk failing example (Hypothesis runs it once more at the
+of weight w is registered w times (``weigh_rules``). Every rule records its name and arguments
+in the environment's program, so the shrunk failing example (Hypothesis runs it once more at the
 end) can be written out as a replay file. Argument reprs are valid Python.
 """
 
@@ -60,6 +60,9 @@ class LogEnv:
     examples: int = 0
     steps: int = 0
     rules: Counter[str] = field(default_factory=Counter)  # steps per rule, over all examples
+    # what the broker was seen doing by itself, over all examples (the tiered profile's
+    # uploads, local deletions and reads served by the remote tier)
+    observed: Counter[str] = field(default_factory=Counter)
 
     def new_topic(self) -> str:
         self.examples += 1
@@ -152,12 +155,21 @@ class LogMachine(RuleBasedStateMachine):
             self._read(offset, "read_uncommitted", READ_CHUNK, where)
             offset = max(offset + READ_CHUNK, self.model.log_start)
 
+    def topic_settings(self) -> dict[str, str]:
+        """Topic settings beyond the segment size and the replication (a profile's own)."""
+        return {}
+
+    def retention_settings(self, retention_ms: int | None) -> dict[str, str | None]:
+        """The topic settings of the retention rule: ``retention.ms`` shortened, or back to
+        the broker default (None)."""
+        return {"retention.ms": None if retention_ms is None else str(retention_ms)}
+
     # -- rules ----------------------------------------------------------------------------
     @initialize(segment_bytes=st.sampled_from(SEGMENT_BYTES))
     @recorded
     def create_topic(self, segment_bytes: int) -> None:
         self.topic = self.env.new_topic()
-        self.system.create_topic(self.topic, segment_bytes)
+        self.system.create_topic(self.topic, segment_bytes, self.topic_settings())
 
     @rule(target=acked, batch=batches())
     @recorded
@@ -240,7 +252,7 @@ class LogMachine(RuleBasedStateMachine):
         for the broker's retention pass, restore the default."""
         retention_ms = max(1, int(time.time() * 1000) - (self.base_ms + keep_after))
         where = f"retention keeping base+{keep_after}"
-        self.system.set_config(self.topic, {"retention.ms": str(retention_ms)})
+        self.system.set_config(self.topic, self.retention_settings(retention_ms))
         deadline = time.monotonic() + RETENTION_WAIT_S
         while time.monotonic() < deadline:
             limit = self.model.retention_limit(int(time.time() * 1000) - retention_ms)
@@ -249,7 +261,7 @@ class LogMachine(RuleBasedStateMachine):
             if self.system.list_offset(self.topic, "earliest") >= limit:
                 break
             time.sleep(0.05)
-        self.system.set_config(self.topic, {"retention.ms": None})
+        self.system.set_config(self.topic, self.retention_settings(None))
         time.sleep(RETENTION_CHECK_MS / 1000)  # a retention pass already under way ends
         self.model.allow_retention(int(time.time() * 1000) - retention_ms)
         self._latest_log_start(where)
@@ -299,11 +311,11 @@ class LogMachine(RuleBasedStateMachine):
         self.offsets_agree()
 
 
-def _weigh(cls: type[RuleBasedStateMachine], weights: dict[str, int]) -> None:
+def weigh_rules(cls: type[RuleBasedStateMachine], weights: dict[str, int]) -> None:
     """Register rule ``name`` ``weight`` times (aliases of one function, one rule name)."""
     for name, weight in weights.items():
         for i in range(1, weight):
             setattr(cls, f"_{name}_weight_{i}", getattr(cls, name))
 
 
-_weigh(LogMachine, WEIGHTS)
+weigh_rules(LogMachine, WEIGHTS)

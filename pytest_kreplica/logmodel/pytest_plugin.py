@@ -50,6 +50,16 @@ def kreplica_log_cluster(kreplica_pool: Any, kreplica_options: Any) -> Any:
 
 
 @pytest.fixture
+def kreplica_log_tiered_cluster(kreplica_pool: Any, kreplica_options: Any) -> Any:
+    """A healthy pool cluster for the log model's tiered profile: the same broker settings
+    plus the remote tier (Kafka's LocalTieredStorage) on every node."""
+    from .runner import cluster_spec
+
+    return kreplica_pool.acquire(cluster_spec(kreplica_options.kafka_version,
+                                              kreplica_options.backend, tiered=True))
+
+
+@pytest.fixture
 def kreplica_log_dir(kreplica_output: Path, request: pytest.FixtureRequest) -> Path:
     """This test's run directory: ``<output>/log-model/<test name>`` (emptied first)."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:100]
@@ -61,12 +71,17 @@ def kreplica_log_dir(kreplica_output: Path, request: pytest.FixtureRequest) -> P
 
 
 @pytest.fixture
-def kreplica_log_replay(kreplica_log_cluster: Any, kreplica_log_dir: Path
+def kreplica_log_replay(kreplica_pool: Any, kreplica_options: Any, kreplica_log_dir: Path
                         ) -> Callable[[list, str], None]:
-    """``replay(STEPS, MACHINE)``: run a replay file's program on a new topic."""
-    from .runner import replay_program  # lazy: Hypothesis
+    """``replay(STEPS, MACHINE)``: run a replay file's program on a new topic of the
+    cluster its machine needs (with the remote tier for the tiered profile's machines)."""
+    from .runner import cluster_spec, replay_program  # lazy: Hypothesis
 
     def replay(steps: list, machine: str) -> None:
-        replay_program(kreplica_log_cluster, kreplica_log_dir, steps, load_machine(machine))
+        cls = load_machine(machine)
+        cluster = kreplica_pool.acquire(cluster_spec(
+            kreplica_options.kafka_version, kreplica_options.backend,
+            tiered=getattr(cls, "TIERED", False)))
+        replay_program(cluster, kreplica_log_dir, steps, cls)
 
     return replay

@@ -3,9 +3,11 @@ program as a replay file into the run directory; at the end compare the replicas
 
 Profiles (``PROFILES``): ``ci`` is 20 examples x 20 steps on one reused cluster (every rule but
 one of the two disruptions runs in it; about a minute on 2 cores: the search for bugs is the
-soak's), ``soak`` runs for hours (``KREPLICA_LOG_EXAMPLES`` overrides the number of examples of
-any profile). The example database lives under the output directory, so a failure found once is
-tried first on the next run."""
+soak's), ``soak`` runs for hours, ``tiered-ci`` / ``tiered-soak`` are the sizes of the tiered
+profile (``tiered.TieredLogMachine`` on a cluster with the remote tier);
+``KREPLICA_LOG_EXAMPLES`` overrides the number of examples of any profile. The example
+database lives under the output directory, so a failure found once is tried first on the
+next run."""
 
 from __future__ import annotations
 
@@ -34,16 +36,26 @@ PROFILES: dict[str, dict[str, Any]] = {
     "soak": {"max_examples": 20_000, "stateful_step_count": 60, "max_disruptions": 3},
     # the teeth tests: a planted fault must be found and shrunk quickly
     "teeth": {"max_examples": 25, "stateful_step_count": 10, "max_disruptions": 0},
+    # the tiered profile (``tiered.TieredLogMachine`` on a cluster with the remote tier): its
+    # steps wait for uploads, so fewer of them fit the CI run's minute
+    "tiered-ci": {"max_examples": 6, "stateful_step_count": 12, "max_disruptions": 1},
+    "tiered-soak": {"max_examples": 2_000, "stateful_step_count": 40, "max_disruptions": 3},
+    "tiered-teeth": {"max_examples": 15, "stateful_step_count": 8, "max_disruptions": 0},
 }
+TIERED_FACILITY = "tiered_storage"  # cluster.facilities: the remote tier on every node
 ENV_EXAMPLES = "KREPLICA_LOG_EXAMPLES"
 DATABASE_DIR = "hypothesis-db"
 
 
-def cluster_spec(kafka_version: str | None, backend: str) -> ClusterSpec:
-    """The cluster the log model needs: 3 nodes, retention checked every 250 ms."""
-
-    return ClusterSpec(brokers=3, kafka_version=kafka_version, backend=backend).with_config(
-        log_retention_check_interval_ms=RETENTION_CHECK_MS, log_initial_task_delay_ms=0)
+def cluster_spec(kafka_version: str | None, backend: str, tiered: bool = False) -> ClusterSpec:
+    """The cluster the log model needs: 3 nodes, retention checked every 250 ms; with
+    ``tiered``, the remote tier on every node (Kafka's LocalTieredStorage, a directory of
+    this machine: the process backend)."""
+    spec = ClusterSpec(brokers=3, kafka_version=kafka_version,
+                       backend="process" if tiered else backend,
+                       facilities=frozenset({TIERED_FACILITY} if tiered else ()))
+    return spec.with_config(log_retention_check_interval_ms=RETENTION_CHECK_MS,
+                            log_initial_task_delay_ms=0)
 
 
 def profile_settings(profile: str, database_dir: Path | None) -> settings:
@@ -72,6 +84,7 @@ class LogModelRun:
     seconds: float
     topics: list[str]
     run_dir: Path
+    observed: dict[str, int]  # what the broker was seen doing by itself (tiered profile)
 
 
 def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
@@ -96,7 +109,7 @@ def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
     finally:
         system.close()
     return LogModelRun(env.examples, env.steps, dict(env.rules), time.monotonic() - started,
-                       env.topics, run_dir)
+                       env.topics, run_dir, dict(env.observed))
 
 
 def replay_program(cluster: Cluster, run_dir: Path, steps: list[tuple[str, dict[str, Any]]],

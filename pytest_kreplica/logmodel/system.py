@@ -126,10 +126,12 @@ class LogSystem:
         return TopicPartition(topic, PARTITION)
 
     # -- topics ---------------------------------------------------------------------------
-    def create_topic(self, topic: str, segment_bytes: int) -> None:
-
+    def create_topic(self, topic: str, segment_bytes: int,
+                     extra: dict[str, str] | None = None) -> None:
+        """One partition, replication 3, min ISR 2, ``segment_bytes`` segments, plus
+        ``extra`` topic settings (a tiered topic's)."""
         self.cluster.create_topics([TopicSpec(topic, 1, REPLICATION, {
-            "segment.bytes": str(segment_bytes), "min.insync.replicas": "2"})])
+            "segment.bytes": str(segment_bytes), "min.insync.replicas": "2", **(extra or {})})])
 
     def set_config(self, topic: str, settings: dict[str, str | None]) -> None:
         """Alter topic configs incrementally; None resets a key to the broker default."""
@@ -164,12 +166,14 @@ class LogSystem:
 
     def list_offset(self, topic: str, spec: str | int, isolation: str = "read_uncommitted"
                     ) -> int | None:
-        """ListOffsets: ``earliest``, ``latest`` or a timestamp; None when no record has a
-        timestamp at or after it."""
+        """ListOffsets: ``earliest``, ``earliest-local`` (the leader's local log start under
+        tiered storage, KIP-405's timestamp -4), ``latest`` or a timestamp; None when no
+        record has a timestamp at or after it."""
         from kafka.protocol.consumer.offsets import IsolationLevel, OffsetSpec, OffsetTimestamp
 
         tp = self._tp(topic)
-        wire = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}.get(
+        wire = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST,
+                "earliest-local": OffsetSpec.EARLIEST_LOCAL}.get(
             spec, OffsetTimestamp(spec) if isinstance(spec, int) else None)
         level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" \
             else IsolationLevel.READ_UNCOMMITTED
