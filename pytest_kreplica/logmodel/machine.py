@@ -174,6 +174,11 @@ class LogMachine(RuleBasedStateMachine):
     @rule(target=acked, batch=batches())
     @recorded
     def produce(self, batch: Batch) -> int:
+        return self.append_batch(batch)
+
+    def append_batch(self, batch: Batch) -> int:
+        """Send ``batch``, check its acknowledged offsets, append it to the model (acks=1:
+        after a bounded wait for the high watermark); returns its first offset."""
         records = [(k, v, self.base_ms + d) for k, v, d in batch.records]
         first = self.model.high_watermark
         offsets = self.system.produce(self.topic, records, batch.compression, batch.acks)

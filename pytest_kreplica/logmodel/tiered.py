@@ -17,13 +17,13 @@ import time
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import invariant, precondition, rule
+from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ..cluster import tiered as cluster_tiered
 from ..errors import ClusterError
 from ..waits import wait_for
-from .machine import LogMachine, recorded, weigh_rules
-from .model import ModelMismatch
+from .machine import SEGMENT_BYTES, LogMachine, batches, recorded, weigh_rules
+from .model import Batch, ModelMismatch
 from .system import SystemFailure
 from .tiers import TierView, describe, missing_offsets, partition_segments, tier_problems
 
@@ -37,7 +37,7 @@ LOCAL_RETENTION = {
     "keep": {"local.retention.ms": "-2", "local.retention.bytes": "-2"},
     "bytes": {"local.retention.ms": "-2", "local.retention.bytes": "4096"},
 }
-TIERED_WEIGHTS = {"tier_segments": 3, "local_retention": 1, "read_across_tiers": 1}
+TIERED_WEIGHTS = {"tier_segments": 3, "local_retention": 2, "read_across_tiers": 1}
 
 
 class TieredLogMachine(LogMachine):
@@ -75,7 +75,7 @@ class TieredLogMachine(LogMachine):
         start = self.system.list_offset(self.topic, "earliest")
         return TierView(start, local, self.model.high_watermark, segments)
 
-    def _roll(self) -> int:
+    def roll_segment(self) -> int:
         """Roll the active segment (segment.ms for a moment, one record), then segment.ms
         back to the broker default; returns the new record's offset."""
         self.system.set_config(self.topic, {"segment.ms": str(ROLL_MS)})
@@ -115,16 +115,32 @@ class TieredLogMachine(LogMachine):
         return seen[0]
 
     # -- rules ------------------------------------------------------------------------------
+    @initialize(segment_bytes=st.sampled_from(SEGMENT_BYTES), batch=batches(),
+                hotset=st.sampled_from(sorted(LOCAL_RETENTION)))
+    @recorded
+    def create_topic(self, segment_bytes: int, batch: Batch, hotset: str = "hotset") -> None:
+        """The example's tiered topic (its local retention generated too), a first batch,
+        and that batch tiered: every example starts with a tiered part of the log."""
+        self.hotset = hotset
+        self.topic = self.env.new_topic()
+        self.system.create_topic(self.topic, segment_bytes, self.topic_settings())
+        self.append_batch(batch)
+        self.tier_now()
+
+    def tier_now(self) -> TierView:
+        """Close the active segment and wait for the broker to tier what it held."""
+        view = self.wait_tiered(self.roll_segment())
+        self.env.observed["tiered waits met"] += 1
+        if view.local_start > view.log_start:
+            self.env.observed["local deletions seen"] += 1
+        return view
+
     @precondition(lambda self: self.model.high_watermark > self.model.log_start)
     @rule()
     @recorded
     def tier_segments(self) -> None:
         """Close the active segment and wait for the broker to tier what it held."""
-        below = self._roll()
-        view = self.wait_tiered(below)
-        self.env.observed["tiered waits met"] += 1
-        if view.local_start > view.log_start:
-            self.env.observed["local deletions seen"] += 1
+        self.tier_now()
 
     @rule(hotset=st.sampled_from(sorted(LOCAL_RETENTION)))
     @recorded
