@@ -10,10 +10,11 @@ end) can be written out as a replay file. Argument reprs are valid Python.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,8 @@ def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(self: LogMachine, **kwargs: Any) -> Any:
         self.env.record(fn.__name__, kwargs)
-        return fn(self, **kwargs)
+        with self.failing():
+            return fn(self, **kwargs)
     return wrapper
 
 
@@ -118,6 +120,16 @@ class LogMachine(RuleBasedStateMachine):
         self.topic: str | None = None
         self.base_ms = int(time.time() * 1000) - TIME_SPAN_MS
         self.disruptions = 0
+        self.failed = False  # a rule or an invariant raised: the teardown's read is skipped
+
+    @contextlib.contextmanager
+    def failing(self) -> Iterator[None]:
+        """Mark the example failed when the body raises (and re-raise)."""
+        try:
+            yield
+        except BaseException:
+            self.failed = True
+            raise
 
     # -- helpers ----------------------------------------------------------------------------
     def _offset_at(self, position: int) -> int:
@@ -295,18 +307,20 @@ class LogMachine(RuleBasedStateMachine):
         """earliest == log start <= high watermark; latest (both isolations) == HW."""
         if self.topic is None:
             return
-        self._latest_log_start("ListOffsets earliest")
-        for isolation in ISOLATIONS:
-            seen = self.system.list_offset(self.topic, "latest", isolation)
-            if seen != self.model.high_watermark:
-                raise ModelMismatch(f"ListOffsets latest ({isolation}): expected "
-                                    f"{self.model.high_watermark}, seen {seen}")
+        with self.failing():
+            self._latest_log_start("ListOffsets earliest")
+            for isolation in ISOLATIONS:
+                seen = self.system.list_offset(self.topic, "latest", isolation)
+                if seen != self.model.high_watermark:
+                    raise ModelMismatch(f"ListOffsets latest ({isolation}): expected "
+                                        f"{self.model.high_watermark}, seen {seen}")
 
     def teardown(self) -> None:
         """At the end of every example (and of a replay) the whole log is read once more:
         an acknowledged record that vanished after the last read is caught here, not only
-        when a later rule happens to read its offset."""
-        if self.topic is not None:
+        when a later rule happens to read its offset. Not after a failure: its own error
+        would hide the one the example failed with."""
+        if self.topic is not None and not self.failed:
             self.read_everything("at the end of the example")
 
     # -- replay ----------------------------------------------------------------------------

@@ -186,7 +186,7 @@ class LogSystem:
     def read(self, topic: str, offset: int, count: int, isolation: str) -> list[Record]:
         """Fetch from ``offset`` until ``count`` records came back (or the read timeout);
         with ``count`` 0, one short poll that must return nothing."""
-        from kafka.errors import OffsetOutOfRangeError
+        from kafka.errors import KafkaError, OffsetOutOfRangeError
 
         consumer = self._consumer(isolation)
         tp = self._tp(topic)
@@ -200,6 +200,10 @@ class LogSystem:
                 polled = consumer.poll(timeout_ms=100, max_records=500)
             except OffsetOutOfRangeError as exc:
                 raise OutOfRange(str(exc)) from None
+            except KafkaError as exc:  # the broker failed the fetch (a remote read, ...)
+                raise SystemFailure(f"read {isolation} of {topic} from offset {offset}: "
+                                    f"expected records, seen {type(exc).__name__}: "
+                                    f"{exc}") from None
             for rec in polled.get(tp, []):
                 seen.append(Record(rec.offset, rec.key, rec.value, rec.timestamp))
         return seen
