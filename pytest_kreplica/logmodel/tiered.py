@@ -50,7 +50,6 @@ class TieredLogMachine(LogMachine):
     def __init__(self, env: Any):
         super().__init__(env)
         self.hotset = "hotset"
-        self.view: TierView | None = None  # the last observation
 
     # -- the profile's topic settings ---------------------------------------------------------
     def topic_settings(self) -> dict[str, str]:
@@ -168,7 +167,7 @@ class TieredLogMachine(LogMachine):
             self.check_tiers()
 
     def check_tiers(self) -> None:
-        view = self.view = self.observe()
+        view = self.observe()
         self.model.observe_log_start(view.log_start, "ListOffsets earliest (tiered)")
         problems = tier_problems(view)
         if problems:
