@@ -76,7 +76,7 @@ def client_rate(cluster, case, workdir: Path) -> tuple[float, int]:
 
 def perf_rate(cluster, version: str | None, acks: str, messages: int) -> float:
     """ProducerPerformance's records/s on a fresh topic of the same shape."""
-    from pytest_kreplica.cluster import distribution
+    from pytest_kreplica.cluster.kafka import distribution
 
     topic = fresh_topic(cluster, "bench-perf")
     dist = distribution.resolve(version, ("broker", "tools"))

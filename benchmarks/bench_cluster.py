@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec  # noqa: E402
-from pytest_kreplica.cluster.distribution import resolve  # noqa: E402
-from pytest_kreplica.cluster.prepared import ensure_class_data_archive  # noqa: E402
-from pytest_kreplica.cluster.process import ProcessCluster  # noqa: E402
+from pytest_kreplica.cluster.kafka.distribution import resolve  # noqa: E402
+from pytest_kreplica.cluster.kafka.prepared import ensure_class_data_archive  # noqa: E402
+from pytest_kreplica.cluster.process.cluster import ProcessCluster  # noqa: E402
 
 
 def load() -> str:

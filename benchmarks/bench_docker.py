@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_kreplica.cluster import ClusterSpec, create_cluster, docker_image  # noqa: E402
+from pytest_kreplica.cluster import ClusterSpec, create_cluster
+from pytest_kreplica.cluster.docker import image as docker_image  # noqa: E402
 
 
 def cold_start(backend: str, brokers: int, version: str | None) -> float:

@@ -24,7 +24,7 @@ COMMANDS = {
     "verify-logs": "pytest_kreplica.validation.replicas.cli:run_verify_logs",
     "cluster": "pytest_kreplica.cluster.cli:run_cluster",
     "fetch": "pytest_kreplica.cluster.cli:run_fetch",
-    "image": "pytest_kreplica.cluster.docker_image:run_image",
+    "image": "pytest_kreplica.cluster.docker.image:run_image",
     "report": "pytest_kreplica.report.rebuild:run_report",
     "matrices": "pytest_kreplica.matrix.listing:run_matrices",
     "results": "pytest_kreplica.results.cli:run_results",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pytest_kreplica.cluster.clients import close_producer
+from pytest_kreplica.cluster.admin.clients import close_producer
 
 REQUEST_TIMEOUT_MS, DELIVERY_TIMEOUT_MS = 4000, 8000
 # seconds ``produce_until`` lets its producer finish the last send: its delivery timeout and

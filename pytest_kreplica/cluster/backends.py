@@ -18,9 +18,9 @@ from .base import Cluster, ClusterSpec
 ENTRY_POINT_GROUP = "kreplica.backends"
 
 BACKENDS: dict[str, str] = {
-    "process": "pytest_kreplica.cluster.process:ProcessCluster",
-    "docker": "pytest_kreplica.cluster.docker:DockerCluster",
-    "external": "pytest_kreplica.cluster.external:ExternalCluster",
+    "process": "pytest_kreplica.cluster.process.cluster:ProcessCluster",
+    "docker": "pytest_kreplica.cluster.docker.cluster:DockerCluster",
+    "external": "pytest_kreplica.cluster.external.cluster:ExternalCluster",
 }
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ..cache import cache_dir
 from ..errors import InputError
-from . import prepared
 from .base import ClusterSpec, NodeState
-from .distribution import COMPONENTS, default_version, resolve
+from .kafka import prepared
+from .kafka.distribution import COMPONENTS, default_version, resolve
 
 NODE_WATCH_S = 1.0
 
@@ -54,7 +54,7 @@ def _print_cluster(cluster, elapsed: float) -> None:
 
 
 def _up(args) -> int:
-    from .process import ProcessCluster
+    from .process.cluster import ProcessCluster
 
     spec = _spec(args)
     resolve(spec.kafka_version)  # a bad version or missing Java fails before any file is made
@@ -99,7 +99,7 @@ def _up(args) -> int:
 
 
 def _down(args) -> int:
-    from .process import stop_detached
+    from .process.cluster import stop_detached
 
     workdir = Path(args.directory).expanduser()
     pids = stop_detached(workdir)
@@ -110,7 +110,7 @@ def _down(args) -> int:
 def run_fetch(args) -> int:
     """``kreplica fetch [--version V]``: warm the cache for every component, and build the
     broker's one-time artefacts (format template, class-data archive) with a line per step."""
-    from .process import ProcessCluster
+    from .process.cluster import ProcessCluster
 
     version = getattr(args, "kafka_version", None)
     if version is None:

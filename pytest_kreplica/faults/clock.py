@@ -1,5 +1,5 @@
-"""Clock skew: a node's wall clock bumped forward, bumped back, or strobed,
-through the libfaketime its JVM was started with (``cluster/faketime.py``; on the docker
+"""Clock skew: a node's wall clock bumped forward, bumped back, or strobed, through the
+libfaketime its JVM was started with (``cluster/facilities/impl/faketime.py``; on the docker
 backend the host's library is mounted into the node's container and preloaded there, and the
 offset file lies in the node's mounted directory).
 
@@ -26,7 +26,7 @@ from .clockprobe import ClockProbe
 from .failure import Failure, degrading
 
 if TYPE_CHECKING:
-    from ..cluster.faketime import Clocks
+    from ..cluster.facilities.impl.faketime import Clocks
 
 SKEW_S = 60.0  # each bump; a strobe flips between 0 and this
 STROBE_HALF_PERIOD_S = 2.0  # a strobe holds each offset this long

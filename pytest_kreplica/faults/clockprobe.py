@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from ..cluster.clients import close_producer
+from ..cluster.admin.clients import close_producer
 from ..errors import ClusterError
 from ..waits import wait_for
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..cluster import distribution
+from ..cluster.kafka import distribution
 from ..waits import wait_for
 from . import moves, reassign
 from .failure import GONE_AT_RECOVERY, Failure

@@ -1,4 +1,4 @@
-"""Disk faults on the node's own small filesystem (cluster/smalldisk.py).
+"""Disk faults on the node's own small filesystem (cluster/facilities/impl/smalldisk.py).
 
 ``disk_full`` fills the victim's log-dir filesystem to the brim while the workload produces;
 ``disk_readonly`` makes the kernel turn it read-only, as ext4 does after an I/O error
@@ -30,7 +30,7 @@ from ..waits import wait_for
 from .failure import GONE_AT_ELECTION, SUITE_OWNED, Failure
 
 if TYPE_CHECKING:
-    from ..cluster.smalldisk import SmallDisk
+    from ..cluster.facilities.impl.smalldisk import SmallDisk
 
 # the node's log dir is mounted on the host; a container's bind mount takes it along
 BACKENDS = SUITE_OWNED

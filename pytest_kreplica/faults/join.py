@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..cluster import join
+from ..cluster.process import join
 from . import moves, reassign
 from .failure import GONE_AT_RECOVERY, Failure
 

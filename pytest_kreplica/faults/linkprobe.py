@@ -14,7 +14,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from ..cluster.probe import FRAME, connect, read_frame
+from ..cluster.admin.probe import FRAME, connect, read_frame
 
 
 def round_trip(host: str, port: int, timeout: float = 5.0) -> float | None:

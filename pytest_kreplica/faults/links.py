@@ -24,7 +24,7 @@ from . import linkprobe
 from .failure import SUITE_OWNED, Failure, degrading
 
 if TYPE_CHECKING:
-    from ..cluster.linkproxy import LinkProxy, Route
+    from ..cluster.facilities.impl.linkproxy import LinkProxy, Route
 
 # slow_link: added latency with jitter in each direction, and a bandwidth cap
 LATENCY_MS = 300

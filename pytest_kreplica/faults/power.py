@@ -2,10 +2,11 @@
 
 Kafka acknowledges a record once it is in the page cache of the replicas that count
 (``acks``); it fsyncs a segment only when it rolls, at a clean shutdown, or as often as
-``flush.messages`` / ``flush.ms`` ask (by default never in between). A SIGKILL keeps the page
-cache, so a killed node loses nothing it wrote; a power cut does not. The node's log dir is a
-lazy FUSE filesystem (cluster/lazyfs.py) that remembers each file's length at its last fsync:
-the strike SIGKILLs the JVM, then the filesystem truncates every file to that length.
+``flush.messages`` / ``flush.ms`` ask (by default never in between). A SIGKILL keeps the
+page cache, so a killed node loses nothing it wrote; a power cut does not. The node's log
+dir is a lazy FUSE filesystem (cluster/facilities/impl/lazyfs.py) that remembers each file's
+length at its last fsync: the strike SIGKILLs the JVM, then the filesystem truncates every
+file to that length.
 
 * ``power_loss``: the struck node only. Its replicas come back shorter; Kafka's recovery
   truncates them to the last whole batch and the node fetches the rest from the leader.
@@ -33,7 +34,7 @@ from .failure import GONE_AT_STRIKE, SUITE_OWNED, Allowance, Failure
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
-    from ..cluster.lazymount import LazyDisk
+    from ..cluster.facilities.impl.lazymount import LazyDisk
 
 # the node's log dir is mounted on the host; a container's bind mount takes it along
 BACKENDS = SUITE_OWNED

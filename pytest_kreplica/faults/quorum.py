@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..cluster import distribution
+from ..cluster.kafka import distribution
 from ..errors import ClusterError
 from ..waits import wait_for
 from .failure import GONE_AT_RECOVERY, Failure

@@ -29,7 +29,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ..cluster.config import topic_configs
+from ..cluster.kafka.config import topic_configs
 from ..errors import ClusterError
 from ..waits import wait_for
 from .model import Batch, LogModel, ModelMismatch

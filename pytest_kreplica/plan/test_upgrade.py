@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from ..cluster import distribution
+from ..cluster.kafka import distribution
 
 
 @pytest.mark.kreplica_scenario("version-compat")

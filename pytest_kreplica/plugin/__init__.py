@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from ..cluster import Cluster, ClusterSpec, create_cluster, reap_orphans
-from ..cluster.external import ExternalCluster
+from ..cluster.external.cluster import ExternalCluster
 from ..cluster.pool import ClusterPool, cluster_spec, spec_key
 from ..errors import HarnessError, InputError, MatrixError
 from ..logmodel import pytest_plugin as log_model

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ..cluster.external_config import ExternalConfig, load
+from ..cluster.external.config import ExternalConfig, load
 from ..errors import InputError
 from ..matrix import Case
 

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from .. import once
-from ..cluster import distribution, docker_image, prepared
+from ..cluster.docker import image as docker_image
 from ..cluster.facilities import FACILITIES
+from ..cluster.kafka import distribution, prepared
 from ..cluster.launcher import Launcher
 from ..errors import KreplicaError
 from ..faults.registry import facilities_needed
@@ -80,7 +81,9 @@ def prepare(needs: Iterable[Need]) -> float:
                 if backend == "docker":
                     docker_image.ensure_image(dist.version)
                 else:
-                    from ..cluster.process import ProcessCluster  # psutil: the plugin stays light
+                    from ..cluster.process.cluster import (
+                        ProcessCluster,  # psutil: the plugin stays light
+                    )
 
                     prepared.prepare_broker(dist, ProcessCluster)
             except Exception as exc:  # the cases that need it fail with the full story

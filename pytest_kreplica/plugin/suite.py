@@ -31,8 +31,8 @@ from typing import Any, ClassVar
 import pytest
 
 from ..cluster.capabilities import Capabilities
-from ..cluster.external import ExternalCluster
-from ..cluster.external_config import ExternalConfig, load
+from ..cluster.external.cluster import ExternalCluster
+from ..cluster.external.config import ExternalConfig, load
 from ..cluster.pool import ClusterPool
 from ..errors import InputError
 from ..matrix import Case

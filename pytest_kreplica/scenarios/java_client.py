@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..cluster import distribution
+from ..cluster.kafka import distribution
 from ..errors import ClusterError
 from ..faults import Component
 from ..history import RunWriter, now_ns

@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cluster.admin.clients import close_producer
 from ..cluster.base import NodeState
-from ..cluster.clients import close_producer
 from ..cluster.mirrormaker import NODE_NAME, ROLE, START_TIMEOUT_S, MirrorMaker, create_mirror_maker
 from ..cluster.pool import cluster_spec
 from ..faults import Component

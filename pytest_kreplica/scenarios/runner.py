@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.base import TopicSpec
-from ..cluster.tiered import topic_config as tiered_topic_config
+from ..cluster.facilities.impl.tiered import topic_config as tiered_topic_config
 from ..errors import HarnessError
 from ..history import RunWriter, write_run_json
 from ..validation.checker import check

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cluster import tiered as cluster_tiered
+from ..cluster.facilities.impl import tiered as cluster_tiered
 from ..validation.replicas.records import record_id
 from ..validation.replicas.remote import check_remote, copy_remote, remote_segments
 from ..waits import wait_for

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..cluster.clients import close_producer
+from ..cluster.admin.clients import close_producer
 from ..faults import Component
 from ..faults.registry import GROUP_MEMBER
 from ..history import RunWriter, now_ns

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cluster import distribution
 from ..cluster.base import ClusterSpec
-from ..cluster.versioned import (
+from ..cluster.kafka import distribution
+from ..cluster.process.versioned import (
     VersionedCluster,
     features_command,
     finalized_metadata_version,

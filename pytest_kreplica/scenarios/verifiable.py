@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cluster import distribution, reaper
+from ..cluster import reaper
+from ..cluster.kafka import distribution
 from ..errors import ClusterError
 from ..history import RunWriter, now_ns
 from .lines import ClientProcess

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..cluster.clients import close_producer
+from ..cluster.admin.clients import close_producer
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from .reader import DrainingReader, targets

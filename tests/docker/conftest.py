@@ -12,13 +12,13 @@ import uuid
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.probe import answers
+from pytest_kreplica.cluster.admin.probe import answers
 from pytest_kreplica.errors import EnvironmentProblem
 
 
 @pytest.fixture(scope="session")
 def docker_client():
-    from pytest_kreplica.cluster.docker_image import engine, ensure_image
+    from pytest_kreplica.cluster.docker.image import engine, ensure_image
 
     try:
         client = engine()
@@ -33,7 +33,7 @@ def docker_client():
 
 @pytest.fixture(scope="module")
 def cluster(docker_client, tmp_path_factory):
-    from pytest_kreplica.cluster.docker import DockerCluster
+    from pytest_kreplica.cluster.docker.cluster import DockerCluster
 
     c = DockerCluster(ClusterSpec(brokers=3, backend="docker"),
                       tmp_path_factory.mktemp("docker-cluster"))

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.docker import MOUNT
+from pytest_kreplica.cluster.docker.cluster import MOUNT
 from pytest_kreplica.cluster.facilities.fake_clock import MOUNT as FAKETIME_MOUNT
 from pytest_kreplica.faults import clock
 from pytest_kreplica.faults.clockprobe import ClockProbe
@@ -20,7 +20,7 @@ from pytest_kreplica.faults.clockprobe import ClockProbe
 
 @pytest.fixture(scope="module")
 def clock_cluster(docker_client, tmp_path_factory):
-    from pytest_kreplica.cluster.docker import DockerCluster
+    from pytest_kreplica.cluster.docker.cluster import DockerCluster
 
     c = DockerCluster(ClusterSpec(brokers=3, backend="docker",
                                   facilities=frozenset({"fake_clock"})),

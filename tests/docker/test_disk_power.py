@@ -24,7 +24,7 @@ def _mounted_under(path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def disk_cluster(docker_client, tmp_path_factory, request):
-    from pytest_kreplica.cluster.docker import DockerCluster
+    from pytest_kreplica.cluster.docker.cluster import DockerCluster
 
     workdir = tmp_path_factory.mktemp("docker-disks")
     c = DockerCluster(ClusterSpec(brokers=3, backend="docker", **request.param), workdir)

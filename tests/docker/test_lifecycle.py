@@ -12,8 +12,9 @@ import textwrap
 import psutil
 import pytest
 
-from pytest_kreplica.cluster import ClusterSpec, NodeState, docker_watch, reaper
-from pytest_kreplica.cluster.docker import LABEL_CLUSTER, LABEL_OWNER, DockerCluster, sweep
+from pytest_kreplica.cluster import ClusterSpec, NodeState, reaper
+from pytest_kreplica.cluster.docker import watch as docker_watch
+from pytest_kreplica.cluster.docker.cluster import LABEL_CLUSTER, LABEL_OWNER, DockerCluster, sweep
 from pytest_kreplica.cluster.owner import owner_token
 from pytest_kreplica.errors import ClusterError
 from pytest_kreplica.waits import wait_for
@@ -70,7 +71,7 @@ CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from pytest_kreplica.cluster import ClusterSpec
-    from pytest_kreplica.cluster.docker import DockerCluster
+    from pytest_kreplica.cluster.docker.cluster import DockerCluster
     c = DockerCluster(ClusterSpec(brokers=1, backend="docker"), Path(sys.argv[1]))
     c.start(timeout=180)
     print(c.name, flush=True)

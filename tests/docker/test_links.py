@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.docker_links import REPLICATION_PORT
+from pytest_kreplica.cluster.docker.links import REPLICATION_PORT
 from pytest_kreplica.faults import links
 from tests.acked import produce_until
 from tests.one_way import one_way_cycle
@@ -21,7 +21,7 @@ from tests.one_way import one_way_cycle
 
 @pytest.fixture(scope="module")
 def links_cluster(docker_client, tmp_path_factory):
-    from pytest_kreplica.cluster.docker import DockerCluster
+    from pytest_kreplica.cluster.docker.cluster import DockerCluster
 
     c = DockerCluster(ClusterSpec(brokers=3, backend="docker",
                                   facilities=frozenset({"link_proxy"})),

@@ -12,7 +12,7 @@ from pytest_kreplica.waits import wait_for
 
 @pytest.fixture(scope="module")
 def cluster4(docker_client, tmp_path_factory):
-    from pytest_kreplica.cluster.docker import DockerCluster
+    from pytest_kreplica.cluster.docker.cluster import DockerCluster
 
     c = DockerCluster(ClusterSpec(brokers=4, backend="docker"),
                       tmp_path_factory.mktemp("docker-members"))

@@ -19,7 +19,7 @@ TOPIC = "mm-docker"
 
 @pytest.fixture(scope="module")
 def pair(docker_client, tmp_path_factory):
-    from pytest_kreplica.cluster.docker import DockerCluster
+    from pytest_kreplica.cluster.docker.cluster import DockerCluster
 
     root = tmp_path_factory.mktemp("mm-docker-pair")
     clusters = [DockerCluster(ClusterSpec(brokers=1, backend="docker", role=role), root / role)
@@ -53,7 +53,7 @@ def test_container_joins_both_networks_and_mirrors(pair, mirror, docker_client):
     assert set(attrs["NetworkSettings"]["Networks"]) == {source.name, target.name}
     assert not attrs["HostConfig"].get("PortBindings"), attrs["HostConfig"]["PortBindings"]
     from pytest_kreplica.cluster import reaper
-    from pytest_kreplica.cluster.docker import LABEL_OWNER
+    from pytest_kreplica.cluster.docker.cluster import LABEL_OWNER
 
     assert attrs["Config"]["Labels"][LABEL_OWNER] == reaper.owner_token()
     mounts = {m["Destination"]: m["Source"] for m in attrs["Mounts"]}

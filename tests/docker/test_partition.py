@@ -11,7 +11,8 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 from tenacity import retry, stop_after_delay, wait_fixed
 
-from pytest_kreplica.cluster import NodeState, docker_partition
+from pytest_kreplica.cluster import NodeState
+from pytest_kreplica.cluster.docker import partition as docker_partition
 from pytest_kreplica.errors import ClusterError
 
 from .conftest import kafka_answers, peer_connects

@@ -19,9 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_kreplica.cluster import debpkg, faketime
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.facilities.impl import debpkg, faketime
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import InputError
 from pytest_kreplica.faults import clock
 from pytest_kreplica.faults.clockprobe import ClockProbe
@@ -158,7 +158,7 @@ def test_no_preloaded_jvm_outlives_a_sigkilled_session(tmp_path):
     script = textwrap.dedent(f"""
         import time
         from pytest_kreplica.cluster.base import ClusterSpec
-        from pytest_kreplica.cluster.process import ProcessCluster
+        from pytest_kreplica.cluster.process.cluster import ProcessCluster
         c = ProcessCluster(ClusterSpec(brokers=1, facilities=frozenset({{"fake_clock"}})),
                            {str(tmp_path)!r})
         c.start(timeout=120)

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.cluster import smalldisk
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.facilities import sweep_leftovers
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.facilities.impl import smalldisk
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.faults import disk
 from pytest_kreplica.waits import wait_for
 from tests.acked import produce_until, read_partition
@@ -146,7 +146,7 @@ def test_a_killed_session_leaves_mounts_the_next_start_removes(tmp_path, cluster
     script = textwrap.dedent(f"""
         import json, time
         from pytest_kreplica.cluster.base import ClusterSpec
-        from pytest_kreplica.cluster.process import ProcessCluster
+        from pytest_kreplica.cluster.process.cluster import ProcessCluster
         c = ProcessCluster(ClusterSpec(brokers=1, facilities=frozenset({{"small_disk"}})),
                            {str(tmp_path / 'c')!r})
         c.start(timeout=120)

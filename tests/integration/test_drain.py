@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.scenarios.workload import Consumer
 

@@ -16,7 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pytest_kreplica.cluster import distribution
+from pytest_kreplica.cluster.kafka import distribution
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ PREPARE = textwrap.dedent("""
     import json, sys
     from pytest_kreplica.cluster import distribution
     from pytest_kreplica.cluster import prepared
-    from pytest_kreplica.cluster.process import ProcessCluster
+    from pytest_kreplica.cluster.process.cluster import ProcessCluster
     dist = distribution.resolve(sys.argv[1])
     has_archive = prepared.prepare_broker(dist, ProcessCluster)
     print(json.dumps({"classpath": dist.classpath, "archive": has_archive,

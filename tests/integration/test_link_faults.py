@@ -21,9 +21,9 @@ import time
 import psutil
 import pytest
 
-from pytest_kreplica.cluster import linkproxy
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.facilities.impl import linkproxy
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.faults import links
 from pytest_kreplica.waits import wait_for
 from tests.killed import child_session
@@ -180,7 +180,7 @@ def test_no_proxy_outlives_a_sigkilled_session(tmp_path):
     """The parent-death signal: a session killed with SIGKILL takes its proxy with it."""
     script = textwrap.dedent(f"""
         import sys, time
-        from pytest_kreplica.cluster.linkproxy import LinkProxy
+        from pytest_kreplica.cluster.facilities.impl.linkproxy import LinkProxy
         p = LinkProxy.plan({str(tmp_path)!r}, "127.0.0.1", {{1: 1}})
         p.start()
         print(p.pid, flush=True)

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import InputError
 from pytest_kreplica.faults import decommission, join, preferred, reassign
 from pytest_kreplica.validation.replicas.snapshot import snapshot_replicas

@@ -21,7 +21,7 @@ TOPIC = "mm-it"
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    from pytest_kreplica.cluster.process import ProcessCluster
+    from pytest_kreplica.cluster.process.cluster import ProcessCluster
 
     root = tmp_path_factory.mktemp("mm-pair")
     source = ProcessCluster(ClusterSpec(brokers=1, role="source"), root / "source")

@@ -1,5 +1,6 @@
 """Power loss on a real 3-node process cluster whose log dirs are lazy FUSE filesystems
-(``ClusterSpec(facilities={"lazy_fs"})``, cluster/lazyfs.py; root mounts without fusermount3).
+(``ClusterSpec(facilities={"lazy_fs"})``, cluster/facilities/impl/lazyfs.py; root mounts
+without fusermount3).
 
 One cluster is shared by the module; each test leaves it healthy. The leader's power loss
 drops what it had not fsynced and loses nothing acknowledged with acks=all (the followers
@@ -21,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.cluster import lazymount
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.facilities import sweep_leftovers
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.facilities.impl import lazymount
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.faults import moves, power
 from pytest_kreplica.waits import wait_for
 from tests.acked import produce_until, read_partition
@@ -174,7 +175,7 @@ def test_a_killed_session_leaves_mounts_the_next_start_removes(tmp_path, cluster
     script = textwrap.dedent(f"""
         import json, time
         from pytest_kreplica.cluster.base import ClusterSpec
-        from pytest_kreplica.cluster.process import ProcessCluster
+        from pytest_kreplica.cluster.process.cluster import ProcessCluster
         c = ProcessCluster(ClusterSpec(brokers=1, facilities=frozenset({{"lazy_fs"}})),
                            {str(tmp_path / 'c')!r})
         c.start(timeout=120)

@@ -18,9 +18,10 @@ import time
 import psutil
 import pytest
 
-from pytest_kreplica.cluster import maven, reaper
+from pytest_kreplica.cluster import reaper
 from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.kafka import maven
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import ClusterError, InputError
 
 START_TIMEOUT = 120.0
@@ -149,7 +150,7 @@ def test_a_close_stuck_on_a_paused_leader_still_stops_the_producer(cluster, topi
     and closes again: the pending send fails and the thread is gone."""
     from kafka import KafkaProducer
 
-    from pytest_kreplica.cluster.clients import close_producer
+    from pytest_kreplica.cluster.admin.clients import close_producer
 
     client_id = f"kreplica-close-{os.getpid()}"
     producer = KafkaProducer(bootstrap_servers=cluster.live_bootstrap_servers(), acks="all",
@@ -209,7 +210,7 @@ def test_teardown_leaves_no_jvm(tmp_path):
 DRIVER = textwrap.dedent("""
     import sys
     from pytest_kreplica.cluster.base import ClusterSpec
-    from pytest_kreplica.cluster.process import ProcessCluster
+    from pytest_kreplica.cluster.process.cluster import ProcessCluster
     c = ProcessCluster(ClusterSpec(brokers=3), sys.argv[1])
     c.start(timeout=120)
     print("READY", flush=True)

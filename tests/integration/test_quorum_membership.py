@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import ClusterError
 from pytest_kreplica.faults import quorum
 from tests.acked import produce_until, read_partition

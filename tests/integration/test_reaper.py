@@ -22,7 +22,7 @@ def test_a_detached_broker_of_a_killed_session_is_reaped(tmp_path):
     script = textwrap.dedent(f"""
         import subprocess, time
         from pathlib import Path
-        from pytest_kreplica.cluster.tansu import TansuBroker
+        from pytest_kreplica.cluster.external.tansu import TansuBroker
         b = TansuBroker(Path({str(binary)!r}), Path({str(tmp_path / "work")!r}))
         b.workdir.mkdir(parents=True)
         b.write_start_script()

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_kreplica.cluster import tiered
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.facilities.impl import tiered
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.scenarios import tiered as tiered_step
 from pytest_kreplica.validation.replicas.remote import REMOTE_DIR, check_remote
 

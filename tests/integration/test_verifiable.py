@@ -14,7 +14,7 @@ MESSAGES = 200
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from pytest_kreplica.cluster.process import ProcessCluster
+    from pytest_kreplica.cluster.process.cluster import ProcessCluster
 
     c = ProcessCluster(ClusterSpec(brokers=1), tmp_path_factory.mktemp("verifiable"))
     try:

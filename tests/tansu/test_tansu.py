@@ -8,7 +8,7 @@ the checker finds is the result (README "Matrix of brokers"); nothing is loosene
 import pytest
 
 import pytest_kreplica as kreplica
-from pytest_kreplica.cluster import tansu
+from pytest_kreplica.cluster.external import tansu
 
 pytestmark = pytest.mark.tansu
 

@@ -14,7 +14,7 @@ from pytest_kreplica.cluster import (
     backend_names,
     create_cluster,
 )
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import InputError
 
 

@@ -4,7 +4,7 @@ raises from the flush inside ``close``)."""
 import pytest
 from kafka import errors
 
-from pytest_kreplica.cluster.clients import FORCED_CLOSE_S, close_producer
+from pytest_kreplica.cluster.admin.clients import FORCED_CLOSE_S, close_producer
 
 
 class Sender:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_kreplica.cluster import debpkg, faketime
+from pytest_kreplica.cluster.facilities.impl import debpkg, faketime
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import clock
@@ -139,7 +139,7 @@ def test_first_run_fetches_the_library_for_clock_fault_cases(monkeypatch):
     fetched = []
     monkeypatch.setattr(faketime, "ensure_library", lambda: fetched.append(1))
     monkeypatch.setattr(firstrun, "_start_spark_archive", lambda: None)
-    monkeypatch.setattr("pytest_kreplica.cluster.distribution.resolve",
+    monkeypatch.setattr("pytest_kreplica.cluster.kafka.distribution.resolve",
                         lambda version, parts: (_ for _ in ()).throw(RuntimeError(parts)))
     case = SimpleNamespace(brokers=3, kafka_version=None, backend="process",
                            failure="clock_skew", scenario="replication", compat="mirror-pair",

@@ -8,7 +8,8 @@ import os
 import subprocess
 import sys
 
-from pytest_kreplica.cluster import config, ports, reaper
+from pytest_kreplica.cluster import ports, reaper
+from pytest_kreplica.cluster.kafka import config
 
 
 def three_nodes():

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_kreplica.cluster import smalldisk
 from pytest_kreplica.cluster.base import ClusterSpec
+from pytest_kreplica.cluster.facilities.impl import smalldisk
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import disk

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kreplica.cluster import distribution as dist
-from pytest_kreplica.cluster import maven
+from pytest_kreplica.cluster.kafka import distribution as dist
+from pytest_kreplica.cluster.kafka import maven
 from pytest_kreplica.errors import EnvironmentProblem
 
 METADATA = """<?xml version="1.0" encoding="UTF-8"?>

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec, reaper
-from pytest_kreplica.cluster.docker_owner import LABEL_OWNER, sweep
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.docker.owner import LABEL_OWNER, sweep
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import InputError
 
 

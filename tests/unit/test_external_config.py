@@ -10,10 +10,10 @@ import threading
 import pytest
 
 from pytest_kreplica.cluster import ClusterSpec
+from pytest_kreplica.cluster.admin.probe import answers
 from pytest_kreplica.cluster.base import NodeState
-from pytest_kreplica.cluster.external import ExternalCluster
-from pytest_kreplica.cluster.external_config import load
-from pytest_kreplica.cluster.probe import answers
+from pytest_kreplica.cluster.external.cluster import ExternalCluster
+from pytest_kreplica.cluster.external.config import load
 from pytest_kreplica.errors import InputError, NodeError
 
 GOOD = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pytest_kreplica.cluster.lazyfs import Durability
+from pytest_kreplica.cluster.facilities.impl.lazyfs import Durability
 
 
 def _file(root, name, data):

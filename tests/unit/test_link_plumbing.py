@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_kreplica.cluster import config, linkproxy
 from pytest_kreplica.cluster.base import ClusterSpec
+from pytest_kreplica.cluster.facilities.impl import linkproxy
+from pytest_kreplica.cluster.kafka import config
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.errors import EnvironmentProblem, InputError
 from pytest_kreplica.faults import linkprobe, links
@@ -164,7 +165,7 @@ def test_first_run_builds_the_proxy_for_link_fault_cases(monkeypatch):
     built = []
     monkeypatch.setattr(linkproxy, "ensure_toxiproxy", lambda: built.append(1))
     monkeypatch.setattr(firstrun, "_start_spark_archive", lambda: None)
-    monkeypatch.setattr("pytest_kreplica.cluster.distribution.resolve",
+    monkeypatch.setattr("pytest_kreplica.cluster.kafka.distribution.resolve",
                         lambda version, parts: (_ for _ in ()).throw(RuntimeError(parts)))
     assert firstrun.case_needs(_case("hard")) == {(None, "process", ("broker",))}
     needs = firstrun.case_needs(_case("one_way_partition"))

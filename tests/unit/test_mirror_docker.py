@@ -10,9 +10,9 @@ import pytest
 
 from pytest_kreplica.cluster import ClusterSpec
 from pytest_kreplica.cluster.base import Node
-from pytest_kreplica.cluster.docker import DockerCluster
+from pytest_kreplica.cluster.docker.cluster import DockerCluster
 from pytest_kreplica.cluster.mirrormaker import DockerMirrorMaker, MirrorMaker, create_mirror_maker
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import InputError
 
 

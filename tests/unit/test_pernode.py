@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_kreplica.cluster.pernode import PerNode
+from pytest_kreplica.cluster.facilities.impl.pernode import PerNode
 from pytest_kreplica.errors import ClusterError
 
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_kreplica.cluster import lazymount
 from pytest_kreplica.cluster.base import ClusterSpec
+from pytest_kreplica.cluster.facilities.impl import lazymount
 from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.cluster.ports import process_identity
 from pytest_kreplica.errors import EnvironmentProblem, InputError

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from pytest_kreplica import once
-from pytest_kreplica.cluster import prepared
-from pytest_kreplica.cluster.distribution import Distribution
+from pytest_kreplica.cluster.kafka import prepared
+from pytest_kreplica.cluster.kafka.distribution import Distribution
 
 
 @pytest.fixture

@@ -98,7 +98,7 @@ def test_a_bad_matrix_name_in_a_subclass_is_one_line(pytester):
 
 
 def test_api_versions_contradicting_the_file_are_one_line():
-    from pytest_kreplica.cluster.apicheck import CONTROLLER, CORE, TRANSACTIONS, judge
+    from pytest_kreplica.cluster.external.apicheck import CONTROLLER, CORE, TRANSACTIONS, judge
 
     kafka4 = {key: (3 if key == 0 else 0, 12) for key in {**CORE, **CONTROLLER, **TRANSACTIONS}}
     assert judge(kafka4, controller=True, transactions=True, kafka_version="4.1.0",
@@ -120,7 +120,7 @@ def test_api_versions_reads_a_v0_answer():
     import struct
     import threading
 
-    from pytest_kreplica.cluster.probe import api_versions
+    from pytest_kreplica.cluster.admin.probe import api_versions
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -141,7 +141,8 @@ def test_api_versions_reads_a_v0_answer():
 def test_the_tansu_cluster_file_is_valid_and_declares_one_plain_broker(tmp_path):
     """The file TestTansu hands the external backend loads strictly and offers what the
     class declares: one node (Tansu's id), kill and pause, no controller, no transactions."""
-    from pytest_kreplica.cluster import external_config, tansu
+    from pytest_kreplica.cluster.external import config as external_config
+    from pytest_kreplica.cluster.external import tansu
 
     broker = tansu.TansuBroker(tmp_path / "tansu", tmp_path)
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from pytest_kreplica.cluster import tiered
+from pytest_kreplica.cluster.facilities.impl import tiered
 from pytest_kreplica.errors import InputError, MatrixError
 from pytest_kreplica.matrix import load_matrix
 from pytest_kreplica.matrix.dimensions import DIMENSIONS, InvalidValue

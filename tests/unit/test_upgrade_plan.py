@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_kreplica.cluster.base import ClusterSpec
-from pytest_kreplica.cluster.versioned import FINALIZED_RE, MAPPING_RE, VersionedCluster
+from pytest_kreplica.cluster.process.versioned import FINALIZED_RE, MAPPING_RE, VersionedCluster
 from pytest_kreplica.errors import InputError
 
 

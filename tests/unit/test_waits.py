@@ -52,8 +52,8 @@ def _quorum_asked(errors):
     """DescribeQuorum through ``AdminCluster``'s own methods, answering with an error code
     (a quorum without a leader) for ``errors`` looks, then answering (no broker: the
     admin path's retry logic is under test)."""
-    from pytest_kreplica.cluster.admin import AdminCluster
-    from pytest_kreplica.cluster.offsets import NotYet
+    from pytest_kreplica.cluster.admin.cluster import AdminCluster
+    from pytest_kreplica.cluster.admin.offsets import NotYet
 
     class Asked:
         quorum, _retrying = AdminCluster.quorum, AdminCluster._retrying

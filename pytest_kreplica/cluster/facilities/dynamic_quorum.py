@@ -9,7 +9,7 @@ formatted for another cluster applies). Swept: nothing (it leaves nothing behind
 
 from __future__ import annotations
 
-from .. import config as kconfig
+from ..kafka import config as kconfig
 from .facility import Attachment, Facility, Site
 
 VOTERS = "controller.quorum.voters"

@@ -1,5 +1,6 @@
-"""fake_clock: libfaketime preloaded into every node JVM (``cluster/faketime.py``), each
-node's wall clock at offset 0 until a fault writes another into its offset file.
+"""fake_clock: libfaketime preloaded into every node JVM
+(``cluster/facilities/impl/faketime.py``), each node's wall clock at offset 0 until a fault
+writes another into its offset file.
 
 Prepared once: Debian's libfaketime fetched into the cache (or the system's). Adds to a
 node: ``LD_PRELOAD`` and libfaketime's settings in its JVM's environment; on docker, the
@@ -9,8 +10,8 @@ there. Swept: libfaketime's shared-memory objects whose process is gone.
 
 from __future__ import annotations
 
-from .. import faketime
 from .facility import Attachment, ContainerParts, Facility, Site
+from .impl import faketime
 
 MOUNT = "/kreplica-faketime"  # the library's directory inside a node container
 

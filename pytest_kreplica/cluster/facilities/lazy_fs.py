@@ -1,6 +1,6 @@
 """lazy_fs: each node's log dir on a FUSE filesystem that can drop what was not fsynced
-(``cluster/lazymount.py`` mounts it, ``cluster/lazyfs.py`` serves it), so a fault can cut
-the power of a node.
+(``cluster/facilities/impl/lazymount.py`` mounts it, ``cluster/facilities/impl/lazyfs.py``
+serves it), so a fault can cut the power of a node.
 
 Prepared once: Debian's libfuse 3 fetched into the cache (or the system's). Adds to a node:
 the mount at its log dir, made on the host before the node's files are written; synced
@@ -14,19 +14,19 @@ from .facility import Attachment, Facility, HelperAttachment, Site
 
 
 def attach(site: Site) -> Attachment:
-    from .. import lazymount  # pulls in psutil: the plugin's import stays light
+    from .impl import lazymount  # pulls in psutil: the plugin's import stays light
 
     return HelperAttachment(lazymount.mount_all(site.log_dirs))
 
 
 def prepare() -> object:
-    from .. import lazymount  # pulls in psutil
+    from .impl import lazymount  # pulls in psutil
 
     return lazymount.ensure_library()
 
 
 def sweep() -> object:
-    from .. import lazymount  # pulls in psutil
+    from .impl import lazymount  # pulls in psutil
 
     return lazymount.sweep_stale()
 

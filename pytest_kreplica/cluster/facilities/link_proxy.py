@@ -1,7 +1,7 @@
 """link_proxy: every node's inter-broker and controller links pass a fault proxy (Toxiproxy,
-``cluster/linkproxy.py``), so a fault can slow, drop or cut them while clients keep their
-direct listener. On the docker backend the proxy runs on the host and listens on the
-cluster network's gateway (``cluster/docker_links.py``).
+``cluster/facilities/impl/linkproxy.py``), so a fault can slow, drop or cut them while
+clients keep their direct listener. On the docker backend the proxy runs on the host and
+listens on the cluster network's gateway (``cluster/docker/links.py``).
 
 Prepared once: Toxiproxy built with ``go install``. Adds to a node: the proxied voters and
 a ``REPLICATION`` listener advertised at its proxy port; on docker, that listener and the
@@ -10,7 +10,7 @@ controller's published on loopback. Swept: Toxiproxy servers whose owner died.
 
 from __future__ import annotations
 
-from ..config import NodeAddress
+from ..kafka.config import NodeAddress
 from .facility import Attachment, ContainerParts, Facility, Site
 
 
@@ -18,7 +18,7 @@ class ProxiedLinks(Attachment):
     """The process backend's: the proxy forwards to each node's own ports on loopback."""
 
     def __init__(self, site: Site):
-        from .. import linkproxy  # pulls in psutil: the plugin's import stays light
+        from .impl import linkproxy  # pulls in psutil: the plugin's import stays light
 
         addresses = [NodeAddress(n.node_id, n.host, n.port, n.controller_port)
                      for n in site.nodes]
@@ -42,7 +42,7 @@ class GatewayLinks(ProxiedLinks):
     listeners are published on the host's loopback."""
 
     def __init__(self, site: Site):
-        from ..docker_links import DockerLinks  # pulls in psutil
+        from ..docker.links import DockerLinks  # pulls in psutil
 
         self.routes = DockerLinks(site.workdir, site.network, [n.node_id for n in site.nodes])
         self.controller_ports = {n.node_id: n.controller_port for n in site.nodes}
@@ -62,13 +62,13 @@ def attach(site: Site) -> Attachment:
 
 
 def prepare() -> object:
-    from .. import linkproxy  # pulls in psutil
+    from .impl import linkproxy  # pulls in psutil
 
     return linkproxy.ensure_toxiproxy()
 
 
 def sweep() -> object:
-    from .. import linkproxy  # pulls in psutil
+    from .impl import linkproxy  # pulls in psutil
 
     return linkproxy.reap_orphan_proxies()
 

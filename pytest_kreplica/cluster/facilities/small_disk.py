@@ -1,5 +1,5 @@
 """small_disk: each node's log dir is the mount point of a small ext4 image of its own
-(``cluster/smalldisk.py``), so a fault can fill it or turn it read-only.
+(``cluster/facilities/impl/smalldisk.py``), so a fault can fill it or turn it read-only.
 
 Prepared: nothing (root, ``mount`` and ``e2fsprogs`` are checked at the mount). Adds to a
 node: the mount at its log dir, made on the host before the node's files are written (a
@@ -13,13 +13,13 @@ from .facility import Attachment, Facility, HelperAttachment, Site
 
 
 def attach(site: Site) -> Attachment:
-    from .. import smalldisk  # pulls in psutil: the plugin's import stays light
+    from .impl import smalldisk  # pulls in psutil: the plugin's import stays light
 
     return HelperAttachment(smalldisk.mount_all(site.log_dirs))
 
 
 def sweep() -> object:
-    from .. import smalldisk  # pulls in psutil
+    from .impl import smalldisk  # pulls in psutil
 
     return smalldisk.sweep_stale()
 

@@ -1,6 +1,6 @@
 """tiered_storage: the nodes run with the remote tier on (KIP-405), over Kafka's own test
 remote store ``LocalTieredStorage`` in a directory every node of the cluster shares
-(``cluster/tiered.py``).
+(``cluster/facilities/impl/tiered.py``).
 
 Prepared: the ``kafka-storage`` test jar, resolved from Maven Central into the cache when the
 first tiered cluster of a Kafka version is attached. Adds to a node: the remote log
@@ -12,8 +12,8 @@ store is a directory of this machine.
 
 from __future__ import annotations
 
-from .. import tiered
 from .facility import Attachment, Facility, Site
+from .impl import tiered
 
 
 class TieredStorage(Attachment):

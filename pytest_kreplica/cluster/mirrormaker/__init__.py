@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..docker import DockerCluster
+from ..docker.cluster import DockerCluster
 from .config import NODE_NAME, POLICIES, ROLE, mirrored_name, mm2_properties, render_properties
 from .docker import DockerMirrorMaker
 from .process import KILL_WAIT_S, START_TIMEOUT_S, STOP_TIMEOUT_S, MirrorMaker

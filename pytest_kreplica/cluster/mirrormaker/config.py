@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ...errors import InputError
 
 if TYPE_CHECKING:
-    from ..distribution import Distribution
+    from ..kafka.distribution import Distribution
 
 POLICIES = ("default", "identity")
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError, NodeError
 from ...waits import last_error_line, wait_until
-from .. import distribution, reaper
+from .. import reaper
 from ..base import NodeState
-from ..docker import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, MOUNT, DockerCluster
-from ..docker_image import LABEL_VERSION, engine, ensure_image, ensure_layer_image
+from ..docker.cluster import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, MOUNT, DockerCluster
+from ..docker.image import LABEL_VERSION, engine, ensure_image, ensure_layer_image
+from ..kafka import distribution
 from .config import NODE_NAME, mirror_classpath, mm2_properties, render_properties
 from .process import KILL_WAIT_S, STOP_TIMEOUT_S, MirrorMaker
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     import docker
 
     from ..base import Cluster
-    from ..distribution import Distribution
+    from ..kafka.distribution import Distribution
 
 log = logging.getLogger(__name__)
 

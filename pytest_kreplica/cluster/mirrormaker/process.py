@@ -28,8 +28,9 @@ import psutil
 
 from ...errors import NodeError
 from ...waits import last_error_line, wait_for, wait_until
-from .. import distribution, reaper
+from .. import reaper
 from ..base import NodeState
+from ..kafka import distribution
 from ..launcher import Launcher
 from ..ports import claim_ports, release_ports
 from .config import NODE_NAME, mirror_classpath, mirrored_name, mm2_properties, render_properties
@@ -37,7 +38,7 @@ from .tasks import killed_since
 
 if TYPE_CHECKING:
     from ..base import Cluster
-    from ..distribution import Distribution
+    from ..kafka.distribution import Distribution
 
 log = logging.getLogger(__name__)
 
