@@ -24,6 +24,19 @@ from __future__ import annotations
 from typing import Any
 
 
+def connection_manager(admin: Any) -> Any:
+    """The connection manager of a kafka-python ``KafkaAdminClient``: ``send(request,
+    node_id=...)`` to one chosen broker and ``run(coroutine)`` on the client's I/O thread.
+
+    kafka-python 3.0.12 has no public way to send one request to one chosen broker: its
+    public admin calls pick the broker themselves (``describe_metadata_quorum`` asks the
+    least loaded one, which is what a cut-off or paused node must not answer), and
+    ``list_partition_offsets`` asks leaders only, never a follower as a debugging replica.
+    The package exports no lower-level client (``kafka.__all__``), and the admin client's
+    own methods use this attribute, so it is read here, in this one place."""
+    return admin._manager
+
+
 def close_producer(producer: Any, timeout: float) -> str | None:
     """Close ``producer`` within about ``timeout`` s; None when it closed, otherwise what
     went wrong (one line, for the run's events)."""
@@ -45,6 +58,8 @@ def _force_close(producer: Any) -> str:
     became of it, as words for ``close_producer``'s line."""
     from kafka.errors import KafkaError
 
+    # no public API: close(timeout=0) flushes first and raises as the first close did;
+    # force_close is only on the sender thread, an attribute kafka-python does not document
     sender = getattr(producer, "_sender", None)
     if not callable(getattr(sender, "force_close", None)):
         return "its sender thread is left to end with the process (no force_close)"

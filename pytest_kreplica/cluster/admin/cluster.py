@@ -24,6 +24,7 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_d
 from ...errors import ClusterError, NodeError
 from ..base import Cluster, Node, NodeState, PartitionState, TopicSpec
 from ..kafka import config as kconfig
+from .clients import connection_manager
 from .offsets import NotYet, OffsetsMixin
 
 POLL_S = 0.1
@@ -196,7 +197,7 @@ class AdminCluster(OffsetsMixin, Cluster):
             nodes = self._admin_nodes or [None]
             self._ask_turn += 1
             node_id = nodes[self._ask_turn % len(nodes)]
-        manager = admin._manager
+        manager = connection_manager(admin)
 
         async def send() -> Any:
             return await manager.send(request, node_id=node_id)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ...errors import ClusterError
 from ..base import NodeState, PartitionState
+from .clients import connection_manager
 
 DEBUG_REPLICA_ID = -2  # ListOffsets from a debugging client: followers answer with their LEO
 CONSUMER_REPLICA_ID = -1  # ListOffsets as a consumer: only the leader answers, with the HW
@@ -163,7 +164,7 @@ class OffsetsMixin:
 
     def _ask_many(self, admin: Any, requests: dict[int, Any]) -> dict[int, Any]:
         """Send one request to each node, all in flight together; wait for every answer."""
-        manager = admin._manager
+        manager = connection_manager(admin)
 
         async def send() -> dict[int, Any]:
             futures = {node: manager.send(request, node_id=node)
