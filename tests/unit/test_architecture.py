@@ -345,6 +345,27 @@ def test_layers_point_one_way(layer):
     assert not wrong, f"{layer} imports a layer above it:\n" + "\n".join(sorted(wrong))
 
 
+#: the backend folders of cluster/: each builds on the top of cluster/, kafka/, admin/ and the
+#: facility registry, never on another backend
+BACKEND_FOLDERS = ("process", "docker", "external")
+
+
+def _backend_folder(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) > 3 and parts[1] == "cluster" and parts[2] in BACKEND_FOLDERS:
+        return parts[2]
+    return None
+
+
+def test_backends_do_not_import_each_other():
+    mods = modules()
+    assert {b for n in mods if (b := _backend_folder(n))} == set(BACKEND_FOLDERS)
+    wrong = sorted(f"{_where(mod, imp.line)}: {imp.target}" for mod in mods.values()
+                   if (own := _backend_folder(mod.name)) for imp in mod.top + mod.inner
+                   if _backend_folder(imp.target) not in (None, own))
+    assert not wrong, "a backend imports another backend's folder:\n" + "\n".join(wrong)
+
+
 @pytest.mark.parametrize("light", [f"{PACKAGE}.matrix", f"{PACKAGE}.plugin",
                                    f"{PACKAGE}.scenarios", f"{PACKAGE}.cluster"])
 def test_light_entry_points_import_nothing_heavy(light):

@@ -9,12 +9,12 @@ processes.
 
 Containers and networks carry the owner's identity (pid and start time) as a label: ``close``
 removes them, a watcher process removes them as soon as their session dies (a SIGKILLed
-session; ``docker_watch``), and every ``start`` first sweeps those whose owner is dead,
+session; ``watch``), and every ``start`` first sweeps those whose owner is dead,
 never those of a live owner (other sessions run beside this one). The JVMs also
 carry the process backend's owner marker, so its reaper kills them as it kills orphan JVMs.
 
 Faults: terminate (SIGTERM, SIGKILL at the deadline), kill (SIGKILL), pause / resume (the
-cgroup freezer), restart, partition / heal (``docker_partition``), and those that act
+cgroup freezer), restart, partition / heal (``partition``), and those that act
 through the node facilities the spec names (``facilities``: e.g. the link faults through a
 fault proxy on the network's gateway).
 """

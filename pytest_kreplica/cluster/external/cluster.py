@@ -2,7 +2,7 @@
 
 ``start`` only checks it answers (bounded); ``close`` never stops it. Roles, topics and the
 health gate come from the admin APIs (``AdminCluster``); faults run the shell commands of the
-YAML's fault adapter (``external_config``) and are then verified to have acted, because a
+YAML's fault adapter (``config``) and are then verified to have acted, because a
 command that exits 0 without hurting anything would let a case pass with no fault at all.
 """
 
