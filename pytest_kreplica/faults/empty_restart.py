@@ -30,7 +30,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cluster import tiered
+from ..cluster.facilities.impl import tiered
 from ..errors import ClusterError
 from ..waits import wait_for
 from .failure import GONE_AT_STRIKE, STOPS, Failure

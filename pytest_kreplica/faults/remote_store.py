@@ -1,12 +1,13 @@
 """remote_store_readonly: the tiered cluster's remote store refuses writes for the downtime.
 
 The store (Kafka's LocalTieredStorage, a directory every node shares) is frozen with the
-immutable attribute (``cluster/tieredfreeze.py``): each upload the leaders' remote log
-managers try fails at its first file, Kafka logs ``Error occurred while copying log segments
-of partition`` and counts it in ``RemoteCopyErrorsPerSec``, and keeps the segments locally
-(local retention never deletes a segment that is not in the remote tier), retrying at every
-copy task. Reads of segments already uploaded go on. The struck node is the case's target
-(its leader): the store is the cluster's, the node is whose log is read for the evidence.
+immutable attribute (``cluster/facilities/impl/tieredfreeze.py``): each upload the leaders'
+remote log managers try fails at its first file, Kafka logs ``Error occurred while copying log
+segments of partition`` and counts it in ``RemoteCopyErrorsPerSec``, and keeps the segments
+locally (local retention never deletes a segment that is not in the remote tier), retrying at
+every copy task. Reads of segments already uploaded go on. The struck node is the case's
+target (its leader): the store is the cluster's, the node is whose log is read for the
+evidence.
 
 Verified to act: a probe file is refused in the store, and the nodes' logs show upload
 errors within ``ERROR_TIMEOUT_S`` (a case that rolls no segment in the window cannot see
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cluster import tiered
+from ..cluster.facilities.impl import tiered
 from ..errors import ClusterError, InputError
 from ..waits import wait_for
 from .failure import degrading
@@ -67,7 +68,7 @@ def _copy_errors(cluster: Cluster, since: dict[int, int]) -> dict[int, int]:
 
 
 def strike(cluster: Cluster, node: int, name: str) -> str:
-    from ..cluster import tieredfreeze  # pulls in psutil
+    from ..cluster.facilities.impl import tieredfreeze  # pulls in psutil
 
     root = _store(cluster)
     sizes, before = _log_sizes(cluster), _segments(root)
@@ -94,7 +95,7 @@ def strike(cluster: Cluster, node: int, name: str) -> str:
 
 
 def restore(cluster: Cluster, node: int, name: str, timeout: float) -> str:
-    from ..cluster import tieredfreeze  # pulls in psutil
+    from ..cluster.facilities.impl import tieredfreeze  # pulls in psutil
 
     root = _store(cluster)
     note = root.parent / OFFSETS

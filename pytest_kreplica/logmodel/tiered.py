@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..cluster import tiered as cluster_tiered
+from ..cluster.facilities.impl import tiered as cluster_tiered
 from ..errors import ClusterError
 from ..waits import wait_for
 from .machine import SEGMENT_BYTES, LogMachine, batches, recorded, weigh_rules

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_kreplica.cluster import tiered, tieredfreeze
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
-from pytest_kreplica.cluster.process import ProcessCluster
+from pytest_kreplica.cluster.facilities.impl import tiered, tieredfreeze
+from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.faults import empty_restart, remote_store
 from pytest_kreplica.scenarios import tiered as tiered_step
 

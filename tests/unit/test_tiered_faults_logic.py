@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pytest_kreplica.cluster import tieredfreeze
+from pytest_kreplica.cluster.facilities.impl import tieredfreeze
 from pytest_kreplica.faults.registry import FAILURES, STRIKE_EVENTS, facilities_needed
 from pytest_kreplica.scenarios.tiered import upload_windows
 

@@ -3,12 +3,11 @@ remote store ``LocalTieredStorage`` in a directory every node of the cluster sha
 (``cluster/facilities/impl/tiered.py``).
 
 Prepared: the ``kafka-storage`` test jar, resolved from Maven Central into the cache when the
-first tiered cluster of a Kafka version is attached. Adds to a node: the remote log
-settings (the spec's own settings win). Closed: a store left frozen by the remote store
-fault is thawed (``cluster/tieredfreeze.py``), so that the workdir can be deleted. Swept:
-the stores frozen by a process that died before it thawed them. Process backend only: the
-store is a directory of this machine.
-"""
+first tiered cluster of a Kafka version is attached. Adds to a node: the remote log settings
+(the spec's own settings win). Closed: a store left frozen by the remote store fault is thawed
+(``cluster/facilities/impl/tieredfreeze.py``), so that the workdir can be deleted. Swept: the
+stores frozen by a process that died before it thawed them. Process backend only: the store is
+a directory of this machine."""
 
 from __future__ import annotations
 
@@ -28,14 +27,14 @@ class TieredStorage(Attachment):
         return str(self.handle)
 
     def close(self) -> None:
-        from .. import tieredfreeze  # pulls in psutil
+        from .impl import tieredfreeze  # pulls in psutil
 
         if tieredfreeze.is_frozen(self.handle):
             tieredfreeze.thaw(self.handle)
 
 
 def sweep() -> object:
-    from .. import tieredfreeze  # pulls in psutil
+    from .impl import tieredfreeze  # pulls in psutil
 
     return tieredfreeze.sweep_stale()
 

@@ -1,12 +1,13 @@
 """The remote store of a tiered cluster made unwritable for a while, and given back.
 
-LocalTieredStorage writes each uploaded segment as new files in its partition's folder
-below the store root (``cluster/tiered.py``). The suite runs as root, which ``chmod`` does
-not stop; the immutable attribute (``chattr +i``) does: no entry can be created in, removed
-from or renamed in an immutable directory, by root neither (only setting the attribute
-needs ``CAP_LINUX_IMMUTABLE``). Frozen are the store root and every partition folder in it,
-so an upload fails at its first file, for a partition the store has seen and for a new one;
-the segments already uploaded stay readable (a read-only object store, not a missing one).
+LocalTieredStorage writes each uploaded segment as new files in its partition's folder below
+the store root (``cluster/facilities/impl/tiered.py``). The suite runs as root, which
+``chmod`` does not stop; the immutable attribute (``chattr +i``) does: no entry can be created
+in, removed from or renamed in an immutable directory, by root neither (only setting the
+attribute needs ``CAP_LINUX_IMMUTABLE``). Frozen are the store root and every partition folder
+in it, so an upload fails at its first file, for a partition the store has seen and for a new
+one; the segments already uploaded stay readable (a read-only object store, not a missing
+one).
 
 A frozen store also cannot be deleted, so each freeze leaves a note in the cache naming the
 store and the process that froze it: ``thaw`` removes it, and the facility's sweep (at every
@@ -19,9 +20,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from ..cache import cache_dir
-from ..errors import ClusterError, EnvironmentProblem
-from .ports import identity_alive, process_identity
+from ....cache import cache_dir
+from ....errors import ClusterError, EnvironmentProblem
+from ...ports import identity_alive, process_identity
 
 NOTES = "frozen-stores"  # below the cache: one note per frozen store
 CHATTR_TIMEOUT_S = 30.0
