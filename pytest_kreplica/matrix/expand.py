@@ -19,6 +19,7 @@ from ..faults.registry import (
     facilities_needed,
     failures_on,
 )
+from ..scenarios import CLIENT_WORKLOADS
 from .case import Case
 from .dimensions import DIMENSIONS, FAULT_ONLY, hyphen_free
 
@@ -108,15 +109,24 @@ def _check_client(path: Path, where: str, p: Mapping[str, Any], scenario: str) -
     client = p["client"]
     if client == "kafka-python":
         return
-    if p["workload"] != "plain":
+    workload = p["workload"]
+    if workload != "plain" and (client, workload) not in CLIENT_WORKLOADS:
+        able = ["plain", *(w for c, w in CLIENT_WORKLOADS if c == client)]
         raise matrix_error(path, f"{where}.workload",
-                           f"{p['workload']} runs on client kafka-python only, got client "
-                           f"{client}; allowed with client {client}: plain")
+                           f"{workload} does not run on client {client}; allowed with client "
+                           f"{client}: {' | '.join(able)}")
     if scenario != "replication":
         raise matrix_error(path, f"{where}.client",
                            f"{client} runs in scenario replication only, got {scenario}; "
                            "allowed: kafka-python")
-    if client != "java":
+    if workload != "plain" and p["failure"] != "none" and p["target"] in CLIENT_TARGETS:
+        raise matrix_error(path, f"{where}.target",
+                           f"{p['target']} needs workload plain on client {client} (the "
+                           f"{workload} workload's producers run in one process the nemesis "
+                           f"does not restart), got workload {workload}; allowed: leader | "
+                           "follower | controller | group_coordinator | txn_coordinator | "
+                           "group-member")
+    if client != "java" or workload != "plain":
         return
     for key, (refused, why, allowed) in _JAVA_LIMITS.items():
         if refused(p[key]):

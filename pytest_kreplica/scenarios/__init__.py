@@ -26,16 +26,21 @@ WORKLOADS: dict[str, str] = {
 
 # the ``client:`` dimension: which Kafka client drives the plain workload; each module has
 # the plain workload's ``produce`` and ``Consumer``, ``CLIENT`` and ``client_version(case)``.
-# The transactional workloads are kafka-python's only.
 DEFAULT_CLIENT = "kafka-python"
 CLIENTS: dict[str, str] = {
     DEFAULT_CLIENT: "pytest_kreplica.scenarios.workload",
     "java": "pytest_kreplica.scenarios.java_client",
     "librdkafka": "pytest_kreplica.scenarios.rdkafka_client",
 }
+# a workload other than plain on a client other than kafka-python (whose module is the
+# workload's own): (client, workload) -> the module that drives it; any other pair is
+# refused at collection
+CLIENT_WORKLOADS: dict[tuple[str, str], str] = {
+    ("java", "txn"): "pytest_kreplica.scenarios.java_txn",
+}
 
-__all__ = ["CLIENTS", "DEFAULT_CLIENT", "SCENARIOS", "WORKLOADS", "client_module",
-           "workload_module"]
+__all__ = ["CLIENTS", "CLIENT_WORKLOADS", "DEFAULT_CLIENT", "SCENARIOS", "WORKLOADS",
+           "client_module", "client_workload_module", "workload_module"]
 
 
 def workload_module(name: str):
@@ -50,3 +55,10 @@ def client_module(name: str):
     import importlib
 
     return importlib.import_module(CLIENTS[name])
+
+
+def client_workload_module(client: str, workload: str):
+    """The module that drives ``workload`` on ``client`` (a ``CLIENT_WORKLOADS`` pair)."""
+    import importlib
+
+    return importlib.import_module(CLIENT_WORKLOADS[(client, workload)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from . import DEFAULT_CLIENT, client_module, workload_module
+from . import DEFAULT_CLIENT, client_module, client_workload_module, workload_module
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -14,11 +14,15 @@ if TYPE_CHECKING:
 
 def workload_of(case: Case) -> ModuleType:
     """The module of the case's ``workload`` (``scenarios.WORKLOADS``); a plain workload
-    driven by another client is that client's module (``scenarios.CLIENTS``)."""
+    driven by another client is that client's module (``scenarios.CLIENTS``), another
+    workload on it the pair's (``scenarios.CLIENT_WORKLOADS``)."""
     client = getattr(case, "client", DEFAULT_CLIENT)
-    if client != DEFAULT_CLIENT:
+    workload = getattr(case, "workload", "plain")
+    if client == DEFAULT_CLIENT:
+        return workload_module(workload)
+    if workload == "plain":
         return client_module(client)
-    return workload_module(getattr(case, "workload", "plain"))
+    return client_workload_module(client, workload)
 
 
 def client_meta(case: Case) -> dict[str, str]:

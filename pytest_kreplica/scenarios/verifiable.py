@@ -28,7 +28,7 @@ from ..history import RunWriter, now_ns
 from .lines import ClientProcess
 
 __all__ = ["CONSUMER_CLASS", "PRODUCER_CLASS", "ConsumerLines", "JavaClient", "java_consume",
-           "java_produce", "producer_result", "write_properties"]
+           "java_produce", "producer_result", "send_error", "write_properties"]
 
 PRODUCER_CLASS = "org.apache.kafka.tools.VerifiableProducer"
 CONSUMER_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
@@ -80,13 +80,19 @@ def producer_result(event: dict[str, Any], retried: bool = False
             return (event["topic"], int(event["partition"]), message_id, None, "info",
                     "acks=0: no acknowledgement")
         return event["topic"], int(event["partition"]), message_id, offset, "ok", None
-    exception = str(event.get("exception") or "").removeprefix("class ")
-    simple = exception.rsplit(".", 1)[-1]
-    text = str(event.get("message") or "")
+    status, error = send_error(event.get("exception"), event.get("message"), retried)
+    return (str(event.get("topic")), int(event.get("partition") or 0), message_id, None,
+            status, error)
+
+
+def send_error(exception: Any, message: Any, retried: bool) -> tuple[str, str]:
+    """``(status, error)`` of a Java send that failed with ``exception`` (a class name) and
+    ``message``: ``fail`` only when it proves the record was not appended, else ``info``."""
+    simple = str(exception or "").removeprefix("class ").rsplit(".", 1)[-1]
+    text = str(message or "")
     never_sent = simple in NEVER_SENT or any(t in text for t in NEVER_SENT_TEXT)
     definite = never_sent or (not retried and simple in DEFINITE_FAILURES)
-    return (str(event.get("topic")), int(event.get("partition") or 0), message_id, None,
-            "fail" if definite else "info", f"{simple}: {text}")
+    return "fail" if definite else "info", f"{simple}: {text}"
 
 
 class ConsumerLines:
