@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import ClusterError
 from ..faults import NONE, Component, FaultPlan, Nemesis, coordinator_resolvers, scenario_checks
 from ..report import write_index
 from ..scenarios import workload_module
+from ..waits import wait_until
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -30,6 +32,9 @@ Say = Callable[["CaseContext", str], None]
 SOAK_MARKER = "soak"
 ASYNC_FAULT_RATE = 1000.0  # sends/s of an async producer while faults run: keeps soaks small
 PROGRESS_EVERY_S = 10.0
+# how long a produce-phase nemesis waits for the workload's first send (a client JVM starting
+# on a loaded machine) before its plan's first quiet time starts; then it strikes anyway
+FIRST_SEND_WAIT_S = 30.0
 ENV_DURATION = "KREPLICA_DURATION"
 
 
@@ -105,6 +110,20 @@ class FailurePlugin:
             terminalreporter.write_line(f"kreplica report index: {index}")
 
 
+def _await_first_send(ctx: CaseContext, say: Say) -> None:
+    """Until the workload has sent its first record (bounded), so a fault strikes while
+    the client works, not while its process is still starting."""
+    stats = ctx.stats
+    if stats is None:
+        return
+    try:
+        wait_until(lambda: stats.sent > 0 or ctx.stop.is_set(), FIRST_SEND_WAIT_S,
+                   "the workload's first send before the first fault",
+                   lambda: f"{stats.sent} sent")
+    except ClusterError as exc:
+        say(ctx, f"{exc}; the nemesis starts anyway")
+
+
 def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
                 duration: float | None = None,
                 components: Callable[[CaseContext], dict[str, Component]] | None = None,
@@ -138,6 +157,8 @@ def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
         ctx.extra["fault_plan"] = plan.to_dict()
         ticker = _Ticker(ctx, nem, say)
         try:
+            if case.fault_timing != "consume":
+                _await_first_send(ctx, say)
             nem.run(stop=ctx.stop)
         finally:
             done.set()

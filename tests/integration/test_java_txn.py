@@ -67,6 +67,9 @@ def test_a_java_txn_run_passes_the_checker_with_committed_and_aborted_transactio
     if failure != "none":
         (fault,) = result.extra["faults"]
         assert fault["target"] == "leader" and not fault["error"], fault
+        (kill,) = [e["time_ns"] for e in _rows(run_dir, "events") if e["kind"] == "kill"]
+        # struck while the JVM's producers worked: transactions before and after it
+        assert min(t["complete_ns"] for t in txns) < kill < max(t["begin_ns"] for t in txns)
 
 
 def test_a_source_javac_rejects_is_one_line(tmp_path, monkeypatch):

@@ -130,3 +130,56 @@ def test_add_nemesis_fails_a_component_target_through_the_standard_hook(tmp_path
     assert fault["node"] == "mirror-maker" and fault["error"] is None
     assert [c["ok"] for c in ctx.extra["checks"]] == [True]
     assert hooks.keep_producing[0]() is False  # the producer may stop: the faults are done
+
+
+def test_a_produce_phase_nemesis_strikes_after_the_workloads_first_send(tmp_path):
+    """A client still starting (no send yet) is not struck: the plan starts at the first
+    send."""
+    import random
+    import threading
+    import time
+    from pathlib import Path
+
+    from pytest_kreplica.cluster.base import NodeState
+    from pytest_kreplica.faults import Component
+    from pytest_kreplica.matrix import parse_matrix
+    from pytest_kreplica.plugin.failures import add_nemesis
+    from pytest_kreplica.scenarios.runner import CaseContext, CaseHooks
+    from pytest_kreplica.scenarios.sends import ProduceStats
+
+    (case,) = parse_matrix(Path("x.yaml"), {"scenario": "mirror", "dimensions": {
+        "failure": ["hard"], "target": ["mirror-maker"], "downtime": [0]}}).cases
+    struck: list[float] = []
+
+    class Process:
+        pid, state = 7, NodeState.RUNNING
+
+        def kill(self):
+            struck.append(time.monotonic())
+            self.state = NodeState.STOPPED
+
+        def start(self):
+            self.state = NodeState.RUNNING
+
+    class Writer:
+        def event(self, kind, **fields):
+            pass
+
+    hooks = CaseHooks()
+    add_nemesis(case, hooks, components=lambda ctx: {"mirror-maker": Component(
+        "mirror-maker", "MirrorMaker 2", Process(), lambda: 5, lambda base, timeout: None)})
+    ctx = CaseContext(case, None, Writer(), ["t"], random.Random(1), threading.Event(),
+                      tmp_path, stats=ProduceStats())
+    sent_at: list[float] = []
+
+    def first_send() -> None:
+        time.sleep(1.0)
+        sent_at.append(time.monotonic())
+        ctx.stats.sent = 1
+
+    sender = threading.Thread(target=first_send)
+    sender.start()
+    (nemesis,) = hooks.during_produce
+    nemesis(ctx)
+    sender.join()
+    assert struck and struck[0] >= sent_at[0]
