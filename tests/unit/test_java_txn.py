@@ -133,3 +133,18 @@ def test_a_missing_javac_is_one_line(tmp_path, monkeypatch):
         find_javac(str(java))
     text = str(info.value)
     assert "javac not found" in text and "JAVA_HOME" in text and "\n" not in text
+
+
+def test_a_missing_java_is_one_line_and_a_harness_error(monkeypatch):
+    from pytest_kreplica.cluster import maven
+    from pytest_kreplica.errors import EnvironmentProblem, HarnessError
+    from pytest_kreplica.scenarios.java_build import program_command
+
+    def no_java():
+        raise EnvironmentProblem("Java 17 or newer not found: install a JDK or set JAVA_HOME")
+
+    monkeypatch.setattr(maven, "find_java", no_java)
+    with pytest.raises(HarnessError) as info:
+        program_command(None, java_txn.PROGRAM, [], [])
+    assert str(info.value).startswith("Java 17 or newer not found") and "\n" not in str(
+        info.value)

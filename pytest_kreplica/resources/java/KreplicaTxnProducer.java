@@ -45,7 +45,8 @@ public final class KreplicaTxnProducer {
         for (int i = 8; i < a.length; i++) {
             String[] p = a[i].split("=", 2);
             int index = i - 8;
-            Thread t = new Thread(() -> run(Integer.parseInt(p[0]), p[1], index), "txn-" + p[0]);
+            Thread t = new Thread(() -> run(Integer.parseInt(p[0]), p[1], index),
+                    "txn-" + p[0]);
             threads.add(t);
             t.start();
         }
@@ -85,11 +86,11 @@ public final class KreplicaTxnProducer {
         try {
             p = producer(txnId);
         } catch (RuntimeException e) {
-            emit("{\"name\":\"fatal\",\"process\":" + process + ",\"error\":" + q(e.toString()) + "}");
-            System.exit(3);
+            fatal(process, e);
             return;
         }
-        emit("{\"name\":\"ready\",\"process\":" + process + ",\"transactional_id\":" + q(txnId) + "}");
+        emit("{\"name\":\"ready\",\"process\":" + process + ",\"transactional_id\":"
+                + q(txnId) + "}");
         long started = System.nanoTime();
         int n = 0, mine = 0;
         while ((messages < 0 || SENT.get() < messages) && !STOP.get()) {
@@ -105,8 +106,7 @@ public final class KreplicaTxnProducer {
                 try {
                     p = producer(txnId);
                 } catch (RuntimeException e) {
-                    emit("{\"name\":\"fatal\",\"process\":" + process + ",\"error\":" + q(e.toString()) + "}");
-                    System.exit(3);
+                    fatal(process, e);
                 }
             }
             if (maxRate > 0) {
@@ -142,7 +142,8 @@ public final class KreplicaTxnProducer {
                 } catch (java.util.concurrent.ExecutionException e) {
                     Throwable c = e.getCause();
                     emit("{\"name\":\"send_error\"," + rec + ",\"exception\":"
-                            + q(c.getClass().getName()) + ",\"message\":" + q(String.valueOf(c.getMessage())) + "}");
+                            + q(c.getClass().getName()) + ",\"message\":"
+                            + q(String.valueOf(c.getMessage())) + "}");
                     throw new IllegalStateException("send of " + id + " failed: " + c, c);
                 }
             }
@@ -166,14 +167,23 @@ public final class KreplicaTxnProducer {
         }
     }
 
+    static void fatal(int process, RuntimeException e) {  // a producer that cannot start
+        emit("{\"name\":\"fatal\",\"process\":" + process + ",\"error\":" + q(e.toString())
+                + "}");
+        Runtime.getRuntime().halt(3);  // not exit: the shutdown hook would wait for this thread
+    }
+
     static void end(String head, String outcome, Long endNs, String error) {
-        emit("{\"name\":\"end\"," + head + ",\"outcome\":" + q(outcome) + ",\"end_ns\":" + endNs
-                + ",\"ns\":" + System.nanoTime() + ",\"error\":" + (error == null ? "null" : q(error)) + "}");
+        emit("{\"name\":\"end\"," + head + ",\"outcome\":" + q(outcome) + ",\"end_ns\":"
+                + endNs + ",\"ns\":" + System.nanoTime() + ",\"error\":"
+                + (error == null ? "null" : q(error)) + "}");
     }
 
     static byte[] value(String id) {  // the id, then one space and padding (history.md)
         StringBuilder v = new StringBuilder(id);
-        if (valueBytes > id.length() + 1) v.append(' ').append("x".repeat(valueBytes - id.length() - 1));
+        if (valueBytes > id.length() + 1) {
+            v.append(' ').append("x".repeat(valueBytes - id.length() - 1));
+        }
         return v.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
