@@ -32,6 +32,7 @@ from ..cluster.launcher import Launcher
 from ..errors import KreplicaError
 from ..faults.registry import facilities_needed
 from ..matrix import Case
+from ..scenarios.java_build import PROGRAMS_PART, compile_programs
 from ..validation import spark
 
 NEEDS_KEY = "kreplica_needs_file"
@@ -46,6 +47,8 @@ def case_needs(case: Case) -> set[Need]:
         parts.append("mirror")
     if case.scenario == "upgrade" or case.compat == "upgrade":
         parts.append("tools")
+    if getattr(case, "client", None) == "java" and getattr(case, "workload", "plain") != "plain":
+        parts.extend(("tools", PROGRAMS_PART))  # our own Java program, compiled once
     # the node facilities its failures need (a fault proxy, ...), not Kafka components
     parts.extend(sorted(facilities_needed(getattr(case, "failure", None))))
     versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}
@@ -77,7 +80,10 @@ def prepare(needs: Iterable[Need]) -> float:
         for (version, backend), parts in sorted(merged.items(), key=lambda kv: str(kv[0])):
             _prepare_facilities(parts)
             try:
-                dist = distribution.resolve(version, tuple(sorted(parts - set(FACILITIES))))
+                dist = distribution.resolve(version, tuple(sorted(
+                    parts - set(FACILITIES) - {PROGRAMS_PART})))
+                if PROGRAMS_PART in parts:
+                    compile_programs(dist)
                 if backend == "docker":
                     docker_image.ensure_image(dist.version)
                 else:

@@ -26,10 +26,12 @@ from ..cluster.distribution import Distribution
 from ..cluster.launcher import Launcher
 from ..errors import ClusterError, EnvironmentProblem
 
-__all__ = ["COMPILE_TIMEOUT_S", "compile_program", "find_javac", "program_command"]
+__all__ = ["COMPILE_TIMEOUT_S", "PROGRAMS_PART", "compile_program", "compile_programs",
+           "find_javac", "program_command"]
 
 COMPILE_TIMEOUT_S = 300.0
 MARKER = "compiled"
+PROGRAMS_PART = "java-programs"  # the first run's need: these programs compiled
 
 
 def find_javac(java: str) -> str:
@@ -81,6 +83,12 @@ def compile_program(dist: Distribution, source: Path) -> Path:
     once.prepare(f"compiling {source.name} for Kafka {dist.version}",
                  out.parent / f"{out.name}.lock", lambda: (out / MARKER).exists(), build)
     return out
+
+
+def compile_programs(dist: Distribution) -> list[Path]:
+    """Every program of ``resources/java`` compiled for ``dist`` (the first run's step)."""
+    folder = distribution.resource_path("java")
+    return [compile_program(dist, source) for source in sorted(folder.glob("*.java"))]
 
 
 def program_command(version: str | None, name: str, args: list[str],

@@ -23,11 +23,13 @@ def test_pipeline_cases_carry_both_markers_and_expect_exactly_once():
     matrix = load_matrix(MATRICES / "transactions.yaml")
     pipeline = [c for c in matrix.cases if c.workload == "txn_pipeline"]
     assert pipeline and all(c.semantics == "exactly-once" for c in pipeline)
-    assert sorted((c.workload, c.failure, c.target, c.isolation or "") for c in matrix.cases
-                  if "ci" in c.markers) == [("txn", "hard", "group-member", ""),
-                                            ("txn", "none", "leader", ""),
-                                            ("txn", "none", "leader", "read_uncommitted"),
-                                            ("txn_pipeline", "none", "leader", "")]
+    assert sorted((c.workload, c.failure, c.target, c.isolation or "", c.client)
+                  for c in matrix.cases if "ci" in c.markers) == [
+        ("txn", "hard", "group-member", "", "kafka-python"),
+        ("txn", "none", "leader", "", "java"),
+        ("txn", "none", "leader", "", "kafka-python"),
+        ("txn", "none", "leader", "read_uncommitted", "kafka-python"),
+        ("txn_pipeline", "none", "leader", "", "kafka-python")]
 
 
 def test_the_weaker_isolation_is_a_txn_group_setting_only(tmp_path):
