@@ -21,8 +21,8 @@ from pathlib import Path
 
 from .. import once
 from ..cache import cache_dir
-from ..cluster import distribution, maven
-from ..cluster.distribution import Distribution
+from ..cluster.kafka import distribution, maven
+from ..cluster.kafka.distribution import Distribution
 from ..cluster.launcher import Launcher
 from ..errors import ClusterError, EnvironmentProblem
 

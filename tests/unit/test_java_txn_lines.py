@@ -136,7 +136,7 @@ def test_a_missing_javac_is_one_line(tmp_path, monkeypatch):
 
 
 def test_a_missing_java_is_one_line_and_a_harness_error(monkeypatch):
-    from pytest_kreplica.cluster import maven
+    from pytest_kreplica.cluster.kafka import maven
     from pytest_kreplica.errors import EnvironmentProblem, HarnessError
     from pytest_kreplica.scenarios.java_build import program_command
 
