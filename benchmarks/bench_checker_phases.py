@@ -34,7 +34,7 @@ CHILD = """
 import json, sys, time
 t0 = time.time()
 from pytest_kreplica.validation.checker import check
-from pytest_kreplica.validation.spark import get_spark, stop_spark
+from pytest_kreplica.validation.engine.spark import get_spark, stop_spark
 t1 = time.time()
 get_spark()
 t2 = time.time()

@@ -58,7 +58,7 @@ def child(history: Path, warmup: int, checks: int) -> None:
     import psutil
 
     from pytest_kreplica.validation.checker import check
-    from pytest_kreplica.validation.spark import SMALL_INPUT_CONF, get_spark
+    from pytest_kreplica.validation.engine.spark import SMALL_INPUT_CONF, get_spark
 
     get_spark()
     shipped = dict(SMALL_INPUT_CONF)

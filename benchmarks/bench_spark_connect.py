@@ -33,7 +33,7 @@ HISTORIES = ROOT / "fixtures" / "histories"
 WORKER_TEST = '''
 import os
 from pytest_kreplica.validation.checker import check
-from pytest_kreplica.validation.spark import get_spark
+from pytest_kreplica.validation.engine.spark import get_spark
 
 
 def test_worker_{n}():

@@ -184,8 +184,8 @@ def main() -> int:
                     help="comma-separated: large, 1-record, mixed")
     args = ap.parse_args()
 
+    from pytest_kreplica.validation.engine.spark import get_spark, stop_spark
     from pytest_kreplica.validation.replicas.verify import verify_logs
-    from pytest_kreplica.validation.spark import get_spark, stop_spark
 
     root = Path(tempfile.mkdtemp(prefix="kreplica-bench-", dir=args.dir))
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ import sys
 
 from .errors import KreplicaError
 from .history import SEMANTICS
-from .validation.spark import AUTO, ENV_MASTER
+from .validation.engine.spark import AUTO, ENV_MASTER
 
 ENV_TRACEBACK = "KREPLICA_TRACEBACK"
 SPARK_MASTER_HELP = ("auto (default: this machine's shared Spark Connect server if one runs, "

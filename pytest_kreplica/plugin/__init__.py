@@ -31,7 +31,8 @@ from ..logmodel import pytest_plugin as log_model
 from ..matrix import Case, Catalog, Matrix, load_all, static_markers
 from ..scenarios import SCENARIOS
 from ..scenarios.runner import CaseHooks, RunOptions
-from ..validation import jit, warmup
+from ..validation import warmup
+from ..validation.engine import jit
 from . import external, failures, hookspecs, outcomes, record, repeat
 from .failures import FailurePlugin
 from .firstrun import FirstRunPlugin

@@ -33,7 +33,7 @@ from ..errors import KreplicaError
 from ..faults.registry import facilities_needed
 from ..matrix import Case
 from ..scenarios.java_build import PROGRAMS_PART, compile_programs
-from ..validation import spark
+from ..validation.engine import spark
 
 NEEDS_KEY = "kreplica_needs_file"
 

@@ -18,8 +18,8 @@ from typing import Any
 from ..errors import InputError
 from ..history import read_run_json
 from ..validation.checker import check
+from ..validation.engine.spark import stop_spark
 from ..validation.outcome import judge_case
-from ..validation.spark import stop_spark
 from .html import write_index, write_report
 from .verdict import build_verdict, read_verdict, write_verdict
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .. import once
 from . import served
-from . import spark as engine
+from .engine import spark as engine
 
 POLL_S = 0.5
 SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"

@@ -34,10 +34,10 @@ from typing import Any
 
 from .. import errors, once
 from ..errors import CheckError, InputError, KreplicaError
-from .connect import paths, release, server_state
+from .engine.connect import paths, release, server_state
+from .engine.spark import AUTO, CONNECT, resolve_master, small_input
 from .outcome import recheck
 from .replicas.verify import verify_logs
-from .spark import AUTO, CONNECT, resolve_master, small_input
 
 ENV_SERVED = "KREPLICA_SPARK_SERVED"
 ANSWER_TIMEOUT_S = 600.0  # a small check queued behind a few others on a loaded machine

@@ -21,8 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+from .engine.spark import start_spark
 from .replicas.verify import verify_logs
-from .spark import start_spark
 
 log = logging.getLogger(__name__)
 

@@ -110,7 +110,7 @@ def history(tmp_path):
 
 @pytest.fixture(scope="session")
 def spark_session():
-    from pytest_kreplica.validation.spark import get_spark, stop_spark
+    from pytest_kreplica.validation.engine.spark import get_spark, stop_spark
 
     session = get_spark()
     yield session

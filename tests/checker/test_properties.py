@@ -65,7 +65,7 @@ def test_planted_k_found_exactly_spark(kind, spark_session, monkeypatch):
     """In one task (a small history's plan) and as a large history's plan with window-1
     buckets of two offsets, so that every rule that reaches across offsets does so across
     buckets (``windows.by_offset``)."""
-    import pytest_kreplica.validation.spark as engine
+    import pytest_kreplica.validation.engine.spark as engine
     from pytest_kreplica.validation.checker import check, windows
 
     @SPARK

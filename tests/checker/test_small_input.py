@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import pytest_kreplica.validation.spark as engine
+import pytest_kreplica.validation.engine.spark as engine
 from pytest_kreplica.validation.checker import check, core, rules, spark_tables, tables, windows
 from tests.checker import test_planted as planted
 from tests.checker.test_txn_planted import Txn, copied_twice, write_cycle

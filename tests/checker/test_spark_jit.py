@@ -3,7 +3,7 @@ read back from the running JVM's own arguments, not from the configuration we wr
 
 import pytest
 
-from pytest_kreplica.validation import jit
+from pytest_kreplica.validation.engine import jit
 
 
 def test_the_driver_jvm_runs_with_the_chosen_jit_mode(spark_session):

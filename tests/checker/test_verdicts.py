@@ -17,9 +17,9 @@ from tests.planted_loss import leader_kill, write_lost_m3
 @pytest.fixture
 def kreplica_check(spark_session, monkeypatch, capsys):
     """``kreplica check RUN --json`` in this process (the session's Spark stays up)."""
-    import pytest_kreplica.validation.spark
+    import pytest_kreplica.validation.engine.spark
 
-    monkeypatch.setattr(pytest_kreplica.validation.spark, "stop_spark", lambda: None)
+    monkeypatch.setattr(pytest_kreplica.validation.engine.spark, "stop_spark", lambda: None)
 
     def run(run_dir, *args):
         code = main(["check", str(run_dir), "--json", *args])

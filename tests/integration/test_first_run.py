@@ -63,7 +63,7 @@ def test_two_processes_prepare_an_empty_cache_once(tmp_path):
 def test_spark_archive_made_alongside_on_an_empty_cache(tmp_path, monkeypatch):
     from pytest_kreplica import once
     from pytest_kreplica.plugin import firstrun
-    from pytest_kreplica.validation import spark
+    from pytest_kreplica.validation.engine import spark
 
     monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("KREPLICA_SPARK_MASTER", raising=False)

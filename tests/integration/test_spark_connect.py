@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 IDLE_S = 3
 CLIENT = """
 import sys, time
-from pytest_kreplica.validation.spark import get_spark
+from pytest_kreplica.validation.engine.spark import get_spark
 spark = get_spark("connect")
 assert spark.range(10).count() == 10
 print("ready", flush=True)

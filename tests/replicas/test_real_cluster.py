@@ -308,8 +308,8 @@ def test_cli_exit_status_and_json(run):
 
 # -- locate -----------------------------------------------------------------------------------
 def test_lost_ids_are_found_in_the_log_of_every_codec(written, run):
+    from pytest_kreplica.validation.engine.spark import get_spark
     from pytest_kreplica.validation.replicas.locate import locate_missing
-    from pytest_kreplica.validation.spark import get_spark
 
     acked = written[1]
     spark = get_spark()
@@ -337,8 +337,8 @@ def test_lost_ids_are_found_in_the_log_of_every_codec(written, run):
 
 def test_id_above_the_high_watermark_is_not_in_log(written, run):
     """Only the committed range counts: lower the HW below an id's offset."""
+    from pytest_kreplica.validation.engine.spark import get_spark
     from pytest_kreplica.validation.replicas.locate import locate_missing
-    from pytest_kreplica.validation.spark import get_spark
 
     acked = written[1]
     rid = "none-300"

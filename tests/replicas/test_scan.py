@@ -109,7 +109,7 @@ def test_a_replica_without_files_collapses_nothing(tmp_path):
 
 @pytest.fixture(scope="module")
 def spark():
-    from pytest_kreplica.validation.spark import get_spark
+    from pytest_kreplica.validation.engine.spark import get_spark
 
     return get_spark()
 

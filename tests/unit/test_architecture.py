@@ -366,6 +366,21 @@ def test_backends_do_not_import_each_other():
     assert not wrong, "a backend imports another backend's folder:\n" + "\n".join(wrong)
 
 
+ENGINE = f"{PACKAGE}.validation.engine"
+
+
+def test_the_spark_engine_imports_no_verdict():
+    """validation/engine/ is the Spark the verdict runs on: it must not import the checker,
+    the verifier or the verdict modules beside it (they import it)."""
+    mods = modules()
+    assert any(n.startswith(ENGINE + ".") for n in mods), "no validation/engine/ modules"
+    wrong = sorted(f"{_where(mod, imp.line)}: {imp.target}" for mod in mods.values()
+                   if mod.name.startswith(ENGINE) for imp in mod.top + mod.inner
+                   if imp.target.startswith(f"{PACKAGE}.validation")
+                   and not imp.target.startswith(ENGINE))
+    assert not wrong, "the Spark engine imports the verdict:\n" + "\n".join(wrong)
+
+
 @pytest.mark.parametrize("light", [f"{PACKAGE}.matrix", f"{PACKAGE}.plugin",
                                    f"{PACKAGE}.scenarios", f"{PACKAGE}.cluster"])
 def test_light_entry_points_import_nothing_heavy(light):

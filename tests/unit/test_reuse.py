@@ -1,8 +1,8 @@
-"""Expressions kept per Spark session (validation/reuse.py): pure logic, no Spark."""
+"""Expressions kept per Spark session (validation/engine/reuse.py): pure logic, no Spark."""
 
 from __future__ import annotations
 
-from pytest_kreplica.validation import reuse, spark
+from pytest_kreplica.validation.engine import reuse, spark
 
 
 def test_a_builder_runs_once_per_arguments_until_forget():

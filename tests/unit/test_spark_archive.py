@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from pytest_kreplica.validation.driver_archive import prune_dead_dumps
+from pytest_kreplica.validation.engine.driver_archive import prune_dead_dumps
 
 
 def test_dead_owners_dump_is_removed_live_owners_kept(tmp_path):

@@ -1,4 +1,4 @@
-"""The local driver's JIT mode (``validation/jit.py``): the plugin's preference, the env
+"""The local driver's JIT mode (``validation/engine/jit.py``): the plugin's preference, the env
 override, and a bad env value as one line."""
 
 import shutil
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.validation import jit
+from pytest_kreplica.validation.engine import jit
 
 
 @pytest.fixture
@@ -65,8 +65,8 @@ def test_a_one_off_command_over_a_small_input_asks_for_c1_alone(preferred, monke
     """``kreplica check`` / ``verify-logs`` size their input before the driver starts: a
     small one compiles with C1 alone, a large or unreadable one keeps the default."""
     from pytest_kreplica.validation.checker.core import history_bytes
+    from pytest_kreplica.validation.engine.spark import SMALL_INPUT_BYTES, one_off_jit
     from pytest_kreplica.validation.replicas.cli import replica_bytes
-    from pytest_kreplica.validation.spark import SMALL_INPUT_BYTES, one_off_jit
 
     monkeypatch.delenv(jit.ENV_JIT, raising=False)
     one_off_jit(SMALL_INPUT_BYTES)

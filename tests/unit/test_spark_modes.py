@@ -8,7 +8,7 @@ import pytest
 
 from pytest_kreplica import cli
 from pytest_kreplica.errors import InputError
-from pytest_kreplica.validation import connect, spark
+from pytest_kreplica.validation.engine import connect, spark
 
 
 @pytest.mark.parametrize("url", ["local", "local[2]", "local[*]", "spark://h:7077", "connect",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sys
 
+from ..engine.spark import one_off_jit, stop_spark
 from ..outcome import recheck
 from ..replicas.cli import replica_bytes
 from ..served import ask
-from ..spark import one_off_jit, stop_spark
 from .core import history_bytes
 from .verdict import Verdict
 

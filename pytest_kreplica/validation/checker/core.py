@@ -10,7 +10,7 @@ from typing import Any
 from ...errors import CheckError, HistoryError, InputError, KreplicaError
 from ...history import EVENTS, POLLS, SEMANTICS, SENDS, TXNS, read_run_json
 from ...rundir import REPLICAS_JSON
-from ..spark import kept_frames, sized_shuffle, small_input, spark_log, start_spark
+from ..engine.spark import kept_frames, sized_shuffle, small_input, spark_log, start_spark
 from .spark_tables import read_spark
 from .tables import (
     Table,

@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..reuse import per_session
+from ..engine.reuse import per_session
 from .codes import code
 from .rules import ID_FLAGS, PAIR_COUNTS, ROW_FLAGS, Frames, carrier_names, count_when
 from .verdict import EXAMPLES_PER_ANOMALY

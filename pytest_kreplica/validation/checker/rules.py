@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from ..reuse import per_session
+from ..engine.reuse import per_session
 from .codes import ID2_SEED, code, code_of
 from .exempt import exempt
 from .windows import POLL, SEND, SEND_STREAM, by_offset, by_order

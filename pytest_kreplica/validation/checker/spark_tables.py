@@ -4,7 +4,7 @@ of the contract (``tables.COLUMNS``) and ``_bad`` for each row that breaks it.""
 from __future__ import annotations
 
 from ...errors import HistoryError
-from ..reuse import per_session
+from ..engine.reuse import per_session
 from .tables import COLUMNS, CORRUPT, INT, Table, parquet_files, parquet_schema_problem
 
 

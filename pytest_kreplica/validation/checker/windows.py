@@ -31,7 +31,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from ..reuse import per_session
+from ..engine.reuse import per_session
 
 SEND, POLL = 0, 1  # the union's ``src``
 POLL_STREAM, SEND_STREAM = 1, 2  # window 2's streams: a process's polls, its acked sends

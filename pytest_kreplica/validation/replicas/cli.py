@@ -7,8 +7,8 @@ import json
 import os
 
 from ...errors import HistoryError
+from ..engine.spark import one_off_jit
 from ..served import ask
-from ..spark import one_off_jit
 from .layout import load_layout
 from .verify import LogVerdict, verify_logs
 

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..spark import default_parallelism
+from ..engine.spark import default_parallelism
 from .layout import ReplicaLayout, load_layout
 from .records import Unreadable, records_below
 from .verify import plan_tasks

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import CheckError
-from ..spark import conf_set, default_parallelism, job_tag, start_spark
+from ..engine.spark import conf_set, default_parallelism, job_tag, start_spark
 from .layout import ReplicaLayout, load_layout
 from .scan import RESULT_SCHEMA, scan_units_arrow
 

@@ -33,9 +33,9 @@ from pathlib import Path
 
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from .. import once
-from ..cache import cache_dir
-from ..errors import CheckError, InputError
+from ... import once
+from ...cache import cache_dir
+from ...errors import CheckError, InputError
 from .sparkenv import driver_memory
 
 ENV_IDLE = "KREPLICA_SPARK_IDLE_S"

@@ -19,8 +19,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import once
-from ..cache import cache_dir
+from ... import once
+from ...cache import cache_dir
 
 ENV_CDS = "KREPLICA_SPARK_CDS"
 # -Xlog:cds off: a stale or mismatched archive must not print to the user's terminal

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import InputError
+from ...errors import InputError
 
 ENV_JIT = "KREPLICA_SPARK_JIT"
 CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"

@@ -28,8 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import cache_dir
-from ..errors import CheckError, InputError, KreplicaError
+from ...cache import cache_dir
+from ...errors import CheckError, InputError, KreplicaError
 from . import connect, driver_archive, jit, reuse
 from .sparkenv import driver_memory
 
