@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PREPARE = textwrap.dedent("""
     import json, sys
-    from pytest_kreplica.cluster import distribution
-    from pytest_kreplica.cluster import prepared
+    from pytest_kreplica.cluster.kafka import distribution
+    from pytest_kreplica.cluster.kafka import prepared
     from pytest_kreplica.cluster.process.cluster import ProcessCluster
     dist = distribution.resolve(sys.argv[1])
     has_archive = prepared.prepare_broker(dist, ProcessCluster)
