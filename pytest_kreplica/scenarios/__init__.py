@@ -37,6 +37,7 @@ CLIENTS: dict[str, str] = {
 # refused at collection
 CLIENT_WORKLOADS: dict[tuple[str, str], str] = {
     ("java", "txn"): "pytest_kreplica.scenarios.java_txn",
+    ("java", "txn_pipeline"): "pytest_kreplica.scenarios.java_pipeline",
 }
 
 __all__ = ["CLIENTS", "CLIENT_WORKLOADS", "DEFAULT_CLIENT", "SCENARIOS", "WORKLOADS",

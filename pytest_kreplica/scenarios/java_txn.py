@@ -80,6 +80,7 @@ class _Record:
     status: str = "info"
     offset: int | None = None
     error: str | None = "not completed"
+    source: str | None = None  # the id a pipeline's copy copies (None: an original record)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class _Open:
     process: int
     begin_ns: int
     records: dict[str, _Record] = field(default_factory=dict)
+    offsets: list[tuple[str, int, int]] | None = None  # a pipeline's committed positions
 
 
 class TxnLines:
@@ -104,8 +106,10 @@ class TxnLines:
             self.open[txn] = _Open(process, int(event["ns"]))
         elif name == "invoke":
             rid = str(event["id"])
+            source = event.get("source")
             self.open[txn].records[rid] = _Record(rid, str(event["topic"]),
-                                                  int(event["partition"]), int(event["ns"]))
+                                                  int(event["partition"]), int(event["ns"]),
+                                                  source=None if source is None else str(source))
         elif name == "acked":
             record = self.open[txn].records[str(event["id"])]
             record.status, record.offset, record.error = "ok", int(event["offset"]), None
@@ -114,6 +118,9 @@ class TxnLines:
             record.status, record.error = send_error(event.get("exception"),
                                                      event.get("message"), retried=True)
         elif name == "end":
+            if event.get("offsets") is not None:
+                self.open[txn].offsets = [(str(t), int(p), int(o)) for t, p, o in
+                                          event["offsets"]]
             end = event.get("end_ns")
             self.settle(txn, str(event["outcome"]), None if end is None else int(end),
                         int(event["ns"]), event.get("error"))
@@ -136,18 +143,21 @@ class TxnLines:
     def settle(self, txn: str, outcome: str, end_ns: int | None, complete_ns: int,
                error: str | None) -> None:
         """One ended transaction into the history, as ``txn.record_transaction`` writes it:
-        only committed records count as acknowledged (what the drain waits for)."""
+        only committed records count as acknowledged (what the drain waits for), and only
+        original records towards ``messages`` (a pipeline's copies do not)."""
         done = self.open.pop(txn)
         for r in done.records.values():
             self.writer.send(process=done.process, topic=r.topic, partition=r.partition,
                              id=r.id, offset=r.offset, status=r.status, invoke_ns=r.invoke_ns,
-                             complete_ns=complete_ns, error=r.error, txn=txn, source=None)
-            with self.stats.lock:
-                self.stats.sent += 1
+                             complete_ns=complete_ns, error=r.error, txn=txn, source=r.source)
+            if r.source is None:
+                with self.stats.lock:
+                    self.stats.sent += 1
             self.stats.count({"committed": r.status, "aborted": "fail"}.get(outcome, "info"),
                              r.id)
         self.writer.txn(process=done.process, txn=txn, status=outcome, begin_ns=done.begin_ns,
-                        end_ns=end_ns, complete_ns=complete_ns, error=error, offsets=None)
+                        end_ns=end_ns, complete_ns=complete_ns, error=error,
+                        offsets=done.offsets)
 
     def settle_open(self, why: str) -> None:
         """Transactions the JVM left open (it was killed or crashed): indeterminate."""

@@ -52,8 +52,8 @@ CATCH_UP_S = 45.0
 POLL_TIMEOUT_S = 20.0
 IDLE_S = 15.0  # nothing read while input is owed: the consumer is rebuilt
 RC = "read_committed"
-__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "coordinator_keys", "produce",
-           "run_meta"]
+__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "coordinator_keys", "pipeline_id",
+           "produce", "run_meta"]
 
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
@@ -83,7 +83,7 @@ class Pipeline:
                  writer: RunWriter, stats: ProduceStats):
         self.case, self.inputs, self.output = case, inputs, output
         self.bootstrap, self.writer, self.stats = bootstrap, writer, stats
-        self.group = self.transactional_id = _pipeline_id(output)
+        self.group = self.transactional_id = pipeline_id(output)
         self.copied: set[str] = set()  # source ids with a committed copy
         self.copies: set[str] = set()  # the pipeline's own record ids
         self.maybe: set[str] = set()  # sources of indeterminate copies: not waited for
@@ -278,9 +278,10 @@ def run_meta(topics: Sequence[str]) -> dict[str, Any]:
 def coordinator_keys(topics: Sequence[str]) -> dict[str, str]:
     """The coordinators of the pipeline's group and of its transactions: where its
     consumer positions are committed inside its transactions."""
-    key = _pipeline_id(topics[-1])
+    key = pipeline_id(topics[-1])
     return {"group_coordinator": key, "txn_coordinator": key}
 
 
-def _pipeline_id(output: str) -> str:
+def pipeline_id(output: str) -> str:
+    """The pipeline's group id and transactional id (one key for both coordinators)."""
     return f"kr-pipeline-{output}"[:200]

@@ -1,0 +1,72 @@
+"""The ``txn_pipeline`` workload on Kafka's Java client (``client: java``), on a real 3-node
+cluster: the Java producers' records are copied by the Java copier (a read_committed
+consumer and a transactional producer, ``KreplicaTxnCopier``), the run passes the same
+checker as kafka-python's (copied_twice, uncopied, not_copied, the cycle rules), its history
+holds committed and aborted copy transactions with the offsets they committed, and run.json
+names the client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_kreplica.matrix import parse_matrix
+
+DIMENSIONS = {"workload": ["txn_pipeline"], "client": ["java"], "topics": [2],
+              "partitions": [3], "replication_factor": [3], "min_insync_replicas": [2],
+              "acks": [-1], "messages": [150], "failure": ["none"]}
+
+
+def _rows(run_dir: Path, table: str) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / f"{table}.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def case():
+    (case,) = parse_matrix(Path("java-pipeline.yaml"), {"dimensions": DIMENSIONS}).cases
+    return case
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, case):
+    from pytest_kreplica.cluster import create_cluster
+    from pytest_kreplica.cluster.pool import cluster_spec
+
+    c = create_cluster(cluster_spec(case), tmp_path_factory.mktemp("java-pipeline"))
+    c.start(timeout=180)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def test_a_java_pipeline_run_copies_every_committed_record_once(cluster, case, tmp_path):
+    from pytest_kreplica.scenarios.runner import run_case
+
+    run_dir = tmp_path / case.case_id
+    result = run_case(case, cluster, run_dir)
+    assert result.outcome["passed"], (result.outcome, result.verdict.summary())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["client"]["name"] == "java" and meta["pipeline"]["inputs"] == [meta["topics"][0]]
+    output = meta["topics"][1]
+    txns = _rows(run_dir, "txns")
+    copies = [t for t in txns if t["txn"].startswith("C5-")]
+    assert {"committed", "aborted"} <= {t["status"] for t in copies}, copies
+    assert all(t["offsets"] for t in copies if t["status"] == "committed"), copies
+    sends = _rows(run_dir, "sends")
+    committed = {t["txn"] for t in txns if t["status"] == "committed"}
+    sources = {s["id"] for s in sends if s["txn"] in committed and s.get("source") is None
+               and s["status"] == "ok"}
+    copied = [s["source"] for s in sends if s["txn"] in committed and s.get("source") is not None]
+    assert sources and sorted(copied) == sorted(sources)  # every committed input once
+    assert {s["topic"] for s in sends if s.get("source") is not None} == {output}
+    # the copier's polls carry their transaction, from incarnations 5, 105, ... (a rewind
+    # after each abort starts a new one)
+    pipeline_polls = [p for p in _rows(run_dir, "polls") if p.get("txn")]
+    assert {p["txn"] for p in pipeline_polls} == {t["txn"] for t in copies}
+    processes = {p["process"] for p in pipeline_polls}
+    assert 5 in processes and all(p % 100 == 5 for p in processes) and len(processes) > 1
+    starts = [e["detail"] for e in _rows(run_dir, "events") if e["kind"] == "start"]
+    assert any("KreplicaTxnCopier on kafka-clients" in d for d in starts), starts
