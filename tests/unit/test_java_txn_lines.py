@@ -105,9 +105,9 @@ def test_the_java_txn_pair_is_chosen_and_other_pairs_are_refused(tmp_path):
 
 
 @pytest.mark.parametrize(("dimensions", "expected"), [
-    ("{client: [java], workload: [txn_pipeline], topics: [2]}",
-     "case m-default.workload: txn_pipeline does not run on client java; allowed with client "
-     "java: plain | txn"),
+    ("{client: [librdkafka], workload: [txn_pipeline], topics: [2]}",
+     "case m-default.workload: txn_pipeline does not run on client librdkafka; allowed with "
+     "client librdkafka: plain"),
     ("{client: [librdkafka], workload: [txn]}",
      "case m-default.workload: txn does not run on client librdkafka; allowed with client "
      "librdkafka: plain"),
