@@ -1,11 +1,14 @@
 """The Java copier's pure part: its JSON lines -> the history rows the kafka-python pipeline
 writes (polls carrying their transaction, copies naming their source, the committed
-offsets, an incarnation per start and rewind), and which input records it still owes."""
+offsets, an incarnation per start and rewind), which input records it still owes, and a
+missing Java as one line."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import parse_matrix
@@ -100,3 +103,20 @@ def test_the_java_pipeline_pair_is_chosen(tmp_path):
         "client": ["java"], "workload": ["txn_pipeline"], "topics": [2]}}).cases
     assert choice.workload_of(case) is java_pipeline
     assert case.semantics == "exactly-once" and "txn_pipeline" in case.markers
+
+
+def test_a_missing_java_ends_the_pipeline_case_in_one_line(tmp_path, monkeypatch):
+    from pytest_kreplica.cluster.kafka import maven
+    from pytest_kreplica.errors import EnvironmentProblem, HarnessError
+
+    def no_java():
+        raise EnvironmentProblem("Java 17 or newer not found: install a JDK or set JAVA_HOME")
+
+    monkeypatch.setattr(maven, "find_java", no_java)
+    (case,) = parse_matrix(Path("m.yaml"), {"dimensions": {
+        "client": ["java"], "workload": ["txn_pipeline"], "topics": [2]}}).cases
+    with RunWriter(tmp_path) as writer, pytest.raises(HarnessError) as info:
+        java_pipeline.produce(case, ["in", "out"], "127.0.0.1:1", writer)
+    assert str(info.value).startswith("Java 17 or newer not found")
+    assert "\n" not in str(info.value)
+    assert rows(tmp_path, "events") == []  # nothing started
