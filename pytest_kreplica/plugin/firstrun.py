@@ -48,7 +48,7 @@ def case_needs(case: Case) -> set[Need]:
     if case.scenario == "upgrade" or case.compat == "upgrade":
         parts.append("tools")
     if getattr(case, "client", None) == "java" and getattr(case, "workload", "plain") != "plain":
-        parts.extend(("tools", PROGRAMS_PART))  # our own Java program, compiled once
+        parts.extend(("tools", PROGRAMS_PART))  # our own Java programs, compiled once
     # the node facilities its failures need (a fault proxy, ...), not Kafka components
     parts.extend(sorted(facilities_needed(getattr(case, "failure", None))))
     versions = {case.kafka_version, case.target_kafka_version or case.kafka_version}

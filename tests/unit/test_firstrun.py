@@ -117,9 +117,10 @@ def test_case_needs_covers_target_versions_and_parts():
                                 ("3.9.2", "process", ("broker", "mirror"))}
 
 
-def test_a_transactional_java_case_needs_the_tools_and_our_programs_compiled():
+@pytest.mark.parametrize("workload", ["txn", "txn_pipeline"])
+def test_a_transactional_java_case_needs_the_tools_and_our_programs_compiled(workload):
     params = {name: dim.default for name, dim in DIMENSIONS.items()}
-    params.update(kafka_version="4.3.1", backend="process", client="java", workload="txn",
+    params.update(kafka_version="4.3.1", backend="process", client="java", workload=workload,
                   topics=2)
     case = Case(matrix="m", scenario="replication", case_id="m-1", markers=(), **params)
     assert case_needs(case) == {("4.3.1", "process", ("broker", "tools", "java-programs"))}
