@@ -3,7 +3,8 @@ cluster: the Java producers' records are copied by the Java copier (a read_commi
 consumer and a transactional producer, ``KreplicaTxnCopier``), the run passes the same
 checker as kafka-python's (copied_twice, uncopied, not_copied, the cycle rules), its history
 holds committed and aborted copy transactions with the offsets they committed, and run.json
-names the client."""
+names the client. And a copier fenced mid-run (another producer initialises its
+transactional id) records the failed transaction, rebuilds its clients and copies on."""
 
 from __future__ import annotations
 
@@ -70,3 +71,37 @@ def test_a_java_pipeline_run_copies_every_committed_record_once(cluster, case, t
     assert 5 in processes and all(p % 100 == 5 for p in processes) and len(processes) > 1
     starts = [e["detail"] for e in _rows(run_dir, "events") if e["kind"] == "start"]
     assert any("KreplicaTxnCopier on kafka-clients" in d for d in starts), starts
+
+
+def test_a_fenced_java_copier_is_rebuilt_and_copies_on(cluster, case, tmp_path):
+    from pytest_kreplica.cluster.admin.clients import close_producer
+    from pytest_kreplica.scenarios import txn
+    from pytest_kreplica.scenarios.runner import CaseHooks, run_case
+    from pytest_kreplica.scenarios.txn_pipeline import pipeline_id
+    from pytest_kreplica.waits import wait_until
+
+    fenced: list[int] = []
+
+    def fence(ctx) -> None:  # once the copier committed a copy: its transactional id taken
+        txns = ctx.run_dir / "txns.jsonl"
+        wait_until(lambda: txns.exists() and '"C5-T' in txns.read_text(), 60,
+                   "the copier's first transaction", lambda: "no copy transaction yet")
+        intruder = txn.transactional_producer(case, ctx.cluster.live_bootstrap_servers(),
+                                              pipeline_id(ctx.topics[-1]))
+        fenced.append(ctx.stats.sent)
+        close_producer(intruder, 5.0)
+
+    hooks = CaseHooks(during_produce=[fence])
+    run_dir = tmp_path / case.case_id
+    result = run_case(case, cluster, run_dir, hooks=hooks)
+    assert fenced and fenced[0] < case.messages, fenced  # it struck while records were owed
+    assert result.outcome["passed"], (result.outcome, result.verdict.summary())
+    events = _rows(run_dir, "events")
+    (crash,) = [e for e in events if e["kind"] == "client-crash" and e["process"] % 100 == 5]
+    assert "rebuilt" in crash["detail"], crash
+    copies = [t for t in _rows(run_dir, "txns") if t["txn"].startswith("C5-")]
+    assert any(t["status"] == "info" and "Fenced" in (t["error"] or "") for t in copies), copies
+    rebuilt = [e["time_ns"] for e in events if e["kind"] == "start" and "pipeline" in e["detail"]
+               and "started" in e["detail"]]
+    assert len(rebuilt) == 2, rebuilt  # the first clients and the rebuilt ones
+    assert any(t["status"] == "committed" and t["begin_ns"] > rebuilt[1] for t in copies)
