@@ -60,8 +60,8 @@ def fresh_topic(cluster, prefix: str) -> str:
 def client_rate(cluster, case, workdir: Path) -> tuple[float, int]:
     """One client run: (acknowledged records per second, acknowledged records)."""
     from pytest_kreplica.history import RunWriter
-    from pytest_kreplica.scenarios import client_module
-    from pytest_kreplica.scenarios.sends import ProduceStats
+    from pytest_kreplica.workloads import client_module
+    from pytest_kreplica.workloads.sends import ProduceStats
 
     topic = fresh_topic(cluster, "bench")
     module = client_module(case.client)

@@ -62,7 +62,7 @@ def one_run(source, target, messages: int, workdir: Path) -> dict[str, float]:
     from pytest_kreplica.matrix import parse_matrix
     from pytest_kreplica.scenarios.mirror import probe
     from pytest_kreplica.scenarios.runner import ClusterWriter
-    from pytest_kreplica.scenarios.workload import Consumer, ProduceStats, produce
+    from pytest_kreplica.workloads.plain import Consumer, ProduceStats, produce
 
     case = parse_matrix(Path("bench-mirror.yaml"),
                         {**CASE, "dimensions": {**CASE["dimensions"],

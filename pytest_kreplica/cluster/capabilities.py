@@ -25,7 +25,7 @@ def major_minor(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
 
 
-TXN_WORKLOAD = "txn"  # the matrix's transactional ``workload`` value (scenarios.WORKLOADS)
+TXN_WORKLOAD = "txn"  # the matrix's transactional ``workload`` value (workloads.WORKLOADS)
 
 
 def needs_transactions(case: Any) -> bool:

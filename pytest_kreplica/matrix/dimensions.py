@@ -16,7 +16,7 @@ from typing import Any
 from ..cluster import backend_names
 from ..faults.registry import FAILURE_VALUES, FAILURES, NONE, RANDOM_FAILURES, TARGET_VALUES
 from ..history import SEMANTICS
-from ..scenarios import CLIENTS, DEFAULT_CLIENT
+from ..workloads import CLIENTS, DEFAULT_CLIENT
 
 __all__ = ["DIMENSIONS", "FAULT_ONLY", "Dimension", "InvalidValue", "hyphen_free",
            "static_markers"]

@@ -19,7 +19,7 @@ from ..faults.registry import (
     facilities_needed,
     failures_on,
 )
-from ..scenarios import CLIENT_WORKLOADS
+from ..workloads import CLIENT_WORKLOADS
 from .case import Case
 from .dimensions import DIMENSIONS, FAULT_ONLY, hyphen_free
 
@@ -92,7 +92,7 @@ def _case_id(varying: set[str], params: Mapping[str, Any]) -> str:
     return "-".join(p for p in parts if p)  # a default that names no part (client)
 
 
-# what the java client's tools cannot do (scenarios/java_client.py): key -> (refused when,
+# what the java client's tools cannot do (workloads/java_client.py): key -> (refused when,
 # why, what is allowed)
 _JAVA_LIMITS = {
     "producer_mode": (lambda v: v == "sync", "VerifiableProducer only sends asynchronously",

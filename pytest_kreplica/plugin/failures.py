@@ -20,8 +20,8 @@ import pytest
 from ..errors import ClusterError
 from ..faults import NONE, Component, FaultPlan, Nemesis, coordinator_resolvers, scenario_checks
 from ..report import write_index
-from ..scenarios import workload_module
 from ..waits import wait_until
+from ..workloads import workload_module
 
 if TYPE_CHECKING:
     from ..matrix import Case

@@ -32,8 +32,8 @@ from ..cluster.launcher import Launcher
 from ..errors import KreplicaError
 from ..faults.registry import facilities_needed
 from ..matrix import Case
-from ..scenarios.java_build import PROGRAMS_PART, compile_programs
 from ..validation.engine import spark
+from ..workloads.java_build import PROGRAMS_PART, compile_programs
 
 NEEDS_KEY = "kreplica_needs_file"
 

@@ -27,6 +27,7 @@ from ..faults import Component
 from ..history import now_ns
 from ..validation.replicas.batches import CONTROL_MASK, SegmentScanner
 from ..waits import wait_for
+from ..workloads.plain import record_value
 from .runner import (
     CaseContext,
     CaseHooks,
@@ -37,14 +38,13 @@ from .runner import (
     run_case,
     topic_names,
 )
-from .workload import record_value
 
 if TYPE_CHECKING:
     from ..cluster.base import Cluster, ClusterSpec
     from ..cluster.pool import ClusterPool
     from ..history import RunWriter
     from ..matrix import Case
-    from .workload import Consumer, ProduceStats
+    from ..workloads.plain import Consumer, ProduceStats
 
 log = logging.getLogger(__name__)
 

@@ -34,12 +34,12 @@ from ..errors import HarnessError
 from ..history import RunWriter, write_run_json
 from ..validation.checker import check
 from ..validation.outcome import judge_case
-from .choice import client_meta, workload_of
+from ..workloads.choice import client_meta, workload_of
+from ..workloads.plain import Consumer, ProduceStats
 from .harness import harness_error, raise_harness_error
 from .interrupt import cut_short
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
 from .result import CaseResult, write_verdict_and_report
-from .workload import Consumer, ProduceStats
 
 if TYPE_CHECKING:
     from ..cluster.base import Cluster

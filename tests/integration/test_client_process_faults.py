@@ -18,9 +18,9 @@ from pytest_kreplica.cluster.base import NodeState
 from pytest_kreplica.errors import ClusterError
 from pytest_kreplica.matrix import parse_matrix
 from pytest_kreplica.plugin.failures import add_nemesis
-from pytest_kreplica.scenarios.incarnations import Restartable
-from pytest_kreplica.scenarios.lines import ClientProcess
 from pytest_kreplica.waits import wait_until
+from pytest_kreplica.workloads.incarnations import Restartable
+from pytest_kreplica.workloads.lines import ClientProcess
 from tests.killed import gone
 
 TICKER = "import time\nwhile True:\n    print('{\"tick\": 1}', flush=True)\n    time.sleep(0.05)"

@@ -14,7 +14,7 @@ import pytest
 from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.scenarios.workload import Consumer
+from pytest_kreplica.workloads.plain import Consumer
 
 GHOST = "never-written-1"  # an acknowledged id that no replica holds
 

@@ -75,10 +75,10 @@ def test_a_java_pipeline_run_copies_every_committed_record_once(cluster, case, t
 
 def test_a_fenced_java_copier_is_rebuilt_and_copies_on(cluster, case, tmp_path):
     from pytest_kreplica.cluster.admin.clients import close_producer
-    from pytest_kreplica.scenarios import txn
     from pytest_kreplica.scenarios.runner import CaseHooks, run_case
-    from pytest_kreplica.scenarios.txn_pipeline import pipeline_id
     from pytest_kreplica.waits import wait_until
+    from pytest_kreplica.workloads import txn
+    from pytest_kreplica.workloads.txn_pipeline import pipeline_id
 
     fenced: list[int] = []
 

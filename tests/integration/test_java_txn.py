@@ -77,7 +77,7 @@ def test_a_java_txn_run_passes_the_checker_with_committed_and_aborted_transactio
 
 def test_a_source_javac_rejects_is_one_line(tmp_path, monkeypatch):
     from pytest_kreplica.cluster.kafka import distribution, maven
-    from pytest_kreplica.scenarios.java_build import compile_program
+    from pytest_kreplica.workloads.java_build import compile_program
 
     monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path / "cache"))
     source = tmp_path / "Broken.java"

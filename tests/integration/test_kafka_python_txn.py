@@ -8,7 +8,7 @@ partition's only replica paused until the delivery timeout) leaves the producer 
 ``commit_transaction`` commits the rest of the transaction. A read-process-write loop that
 commits its consumer positions in that transaction loses the failed copy's source for good,
 which is why the ``txn_pipeline`` workload settles every send before it commits
-(``scenarios/txn.settle_sends``).
+(``workloads/txn.settle_sends``).
 
 The test asserts the contract and is a strict xfail while kafka-python breaks it: the day a
 kafka-python release keeps the contract it fails as XPASS, and the guard's docstring and

@@ -18,9 +18,9 @@ from pytest_kreplica.errors import ClusterError
 from pytest_kreplica.faults import Component, FaultPlan, Nemesis
 from pytest_kreplica.faults.registry import GROUP_MEMBER
 from pytest_kreplica.history import RunWriter
-from pytest_kreplica.scenarios import procstate
-from pytest_kreplica.scenarios.member_process import INCARNATION_STEP, MemberProcess
 from pytest_kreplica.waits import wait_until
+from pytest_kreplica.workloads import procstate
+from pytest_kreplica.workloads.member_process import INCARNATION_STEP, MemberProcess
 from tests.killed import child_session, gone
 
 NOWHERE = "127.0.0.1:1"  # nothing listens: the member's client fails and is rebuilt
@@ -134,7 +134,7 @@ def test_pausing_a_dead_member_is_a_cluster_error(member):
 def test_no_member_process_outlives_a_killed_session():
     script = (
         "import sys, time\n"
-        "from pytest_kreplica.scenarios.member_process import MemberProcess\n"
+        "from pytest_kreplica.workloads.member_process import MemberProcess\n"
         "class W:\n"
         "    def poll(self, *a, **k): pass\n"
         "    def event(self, *a, **k): pass\n"

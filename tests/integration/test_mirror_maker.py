@@ -81,8 +81,8 @@ def test_checker_finds_anomalies_planted_in_a_real_mirrored_history(pair, mirror
 
     from pytest_kreplica.history import write_run_json
     from pytest_kreplica.matrix import parse_matrix
-    from pytest_kreplica.scenarios.workload import Consumer, produce
     from pytest_kreplica.validation.checker import check
+    from pytest_kreplica.workloads.plain import Consumer, produce
 
     source, target = pair
     mm, _ = mirror

@@ -25,9 +25,9 @@ def cluster(tmp_path_factory):
 
 
 def test_java_clients_of_two_versions_write_a_valid_history(cluster, tmp_path):
-    from pytest_kreplica.scenarios.verifiable import java_consume, java_produce
-    from pytest_kreplica.scenarios.workload import Consumer
     from pytest_kreplica.validation.checker import check
+    from pytest_kreplica.workloads.plain import Consumer
+    from pytest_kreplica.workloads.verifiable import java_consume, java_produce
 
     cluster.create_topics([TopicSpec("vt", 2, 1)])
     write_run_json(tmp_path, {"semantics": "at-least-once"})

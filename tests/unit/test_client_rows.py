@@ -14,11 +14,11 @@ from pytest_kreplica.errors import MatrixError
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import load_matrix
 from pytest_kreplica.report.sections import client_text
-from pytest_kreplica.scenarios.java_client import ProducerLines
-from pytest_kreplica.scenarios.rdkafka_child import delivery_status, poll_rows
-from pytest_kreplica.scenarios.rdkafka_client import ChildSends
-from pytest_kreplica.scenarios.sends import ProduceStats
-from pytest_kreplica.scenarios.verifiable import ConsumerLines, producer_result
+from pytest_kreplica.workloads.java_client import ProducerLines
+from pytest_kreplica.workloads.rdkafka_child import delivery_status, poll_rows
+from pytest_kreplica.workloads.rdkafka_client import ChildSends
+from pytest_kreplica.workloads.sends import ProduceStats
+from pytest_kreplica.workloads.verifiable import ConsumerLines, producer_result
 from tests.matrix_lines import write_matrix
 
 

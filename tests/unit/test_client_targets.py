@@ -12,16 +12,16 @@ import pytest
 from pytest_kreplica.errors import MatrixError
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import load_matrix
-from pytest_kreplica.scenarios.incarnations import (
+from pytest_kreplica.validation.evidence import excusing_events
+from pytest_kreplica.validation.tradeoffs import judge
+from pytest_kreplica.workloads.incarnations import (
     INCARNATION_STEP,
     incarnation_id,
     incarnation_process,
 )
-from pytest_kreplica.scenarios.java_client import ProducerLines, killed_upper
-from pytest_kreplica.scenarios.rdkafka_client import ChildSends
-from pytest_kreplica.scenarios.sends import ProduceStats
-from pytest_kreplica.validation.evidence import excusing_events
-from pytest_kreplica.validation.tradeoffs import judge
+from pytest_kreplica.workloads.java_client import ProducerLines, killed_upper
+from pytest_kreplica.workloads.rdkafka_client import ChildSends
+from pytest_kreplica.workloads.sends import ProduceStats
 from tests.matrix_lines import write_matrix
 from tests.unit.test_tradeoffs import COUNTS, lost_m3
 

@@ -10,7 +10,7 @@ from pytest_kreplica.cluster.base import PartitionState
 from pytest_kreplica.errors import ClusterError, InputError
 from pytest_kreplica.faults import FaultPlan, Nemesis, coordinator_resolvers
 from pytest_kreplica.faults.coordinators import java_hash, partition_for
-from pytest_kreplica.scenarios import txn, txn_pipeline
+from pytest_kreplica.workloads import txn, txn_pipeline
 from tests.matrix_lines import matrix_error_line
 
 # String.hashCode() as Java 17's jshell printed it for these strings

@@ -145,7 +145,7 @@ def test_a_produce_phase_nemesis_strikes_after_the_workloads_first_send(tmp_path
     from pytest_kreplica.matrix import parse_matrix
     from pytest_kreplica.plugin.failures import add_nemesis
     from pytest_kreplica.scenarios.runner import CaseContext, CaseHooks
-    from pytest_kreplica.scenarios.sends import ProduceStats
+    from pytest_kreplica.workloads.sends import ProduceStats
 
     (case,) = parse_matrix(Path("x.yaml"), {"scenario": "mirror", "dimensions": {
         "failure": ["hard"], "target": ["mirror-maker"], "downtime": [0]}}).cases

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import parse_matrix
-from pytest_kreplica.scenarios import choice, java_pipeline
-from pytest_kreplica.scenarios.java_pipeline import CopierLines
-from pytest_kreplica.scenarios.sends import ProduceStats
+from pytest_kreplica.workloads import choice, java_pipeline
+from pytest_kreplica.workloads.java_pipeline import CopierLines
+from pytest_kreplica.workloads.sends import ProduceStats
 
 
 def rows(run_dir: Path, table: str) -> list[dict]:

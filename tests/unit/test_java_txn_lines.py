@@ -12,10 +12,10 @@ import pytest
 from pytest_kreplica.errors import ClusterError, MatrixError
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import load_matrix, parse_matrix
-from pytest_kreplica.scenarios import choice, java_txn
-from pytest_kreplica.scenarios.java_build import find_javac
-from pytest_kreplica.scenarios.java_txn import TxnLines
-from pytest_kreplica.scenarios.sends import ProduceStats
+from pytest_kreplica.workloads import choice, java_txn
+from pytest_kreplica.workloads.java_build import find_javac
+from pytest_kreplica.workloads.java_txn import TxnLines
+from pytest_kreplica.workloads.sends import ProduceStats
 from tests.matrix_lines import write_matrix
 
 
@@ -138,7 +138,7 @@ def test_a_missing_javac_is_one_line(tmp_path, monkeypatch):
 def test_a_missing_java_is_one_line_and_a_harness_error(monkeypatch):
     from pytest_kreplica.cluster.kafka import maven
     from pytest_kreplica.errors import EnvironmentProblem, HarnessError
-    from pytest_kreplica.scenarios.java_build import program_command
+    from pytest_kreplica.workloads.java_build import program_command
 
     def no_java():
         raise EnvironmentProblem("Java 17 or newer not found: install a JDK or set JAVA_HOME")

@@ -10,8 +10,8 @@ import json
 from types import SimpleNamespace
 
 from pytest_kreplica.cluster.base import NodeState
-from pytest_kreplica.scenarios.lines import LineWriter
-from pytest_kreplica.scenarios.member_process import INCARNATION_STEP, MemberProcess
+from pytest_kreplica.workloads.lines import LineWriter
+from pytest_kreplica.workloads.member_process import INCARNATION_STEP, MemberProcess
 
 
 class _Writer:

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import DIMENSIONS, load_matrix
-from pytest_kreplica.scenarios import txn_pipeline
-from pytest_kreplica.scenarios.workload import ProduceStats
+from pytest_kreplica.workloads import txn_pipeline
+from pytest_kreplica.workloads.plain import ProduceStats
 from tests.fake_txn import FakeProducer
 from tests.matrix_lines import matrix_error_line
 

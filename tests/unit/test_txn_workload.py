@@ -13,9 +13,9 @@ import pytest
 
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import DIMENSIONS, InvalidValue
-from pytest_kreplica.scenarios import WORKLOADS
-from pytest_kreplica.scenarios import txn as workload
-from pytest_kreplica.scenarios.workload import ProduceStats
+from pytest_kreplica.workloads import WORKLOADS
+from pytest_kreplica.workloads import txn as workload
+from pytest_kreplica.workloads.plain import ProduceStats
 from tests.fake_txn import FakeProducer
 
 

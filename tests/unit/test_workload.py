@@ -2,7 +2,7 @@
 
 from kafka import errors
 
-from pytest_kreplica.scenarios.workload import classify, record_id, record_value
+from pytest_kreplica.workloads.plain import classify, record_id, record_value
 
 
 def test_record_value_is_the_id_then_padding():

@@ -25,21 +25,21 @@ from ..matrix import Case
 from ..waits import last_error_line
 from .incarnations import Restartable, incarnation_id, incarnation_process, run_producer
 from .lines import ClientProcess, client_log_dir
-from .reader import DrainingReader
-from .sends import ProduceStats
-from .workload import (
+from .plain import (
     CONSUMER_PROCESS,
     DELIVERY_TIMEOUT_MS,
     PRODUCER_PROCESS,
     REQUEST_TIMEOUT_MS,
     producer_retries,
 )
+from .reader import DrainingReader
+from .sends import ProduceStats
 
 __all__ = ["CLIENT", "Consumer", "client_version", "consumer_config", "produce",
            "producer_config", "producer_handle"]
 
 CLIENT = "librdkafka"
-CHILD = "pytest_kreplica.scenarios.rdkafka_child"
+CHILD = "pytest_kreplica.workloads.rdkafka_child"
 ANSWER_S = DELIVERY_TIMEOUT_MS / 1000 + 5
 IDLE_S = ANSWER_S + 30
 CLOSE_S = ANSWER_S + 10

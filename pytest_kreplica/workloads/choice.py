@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
 
 def workload_of(case: Case) -> ModuleType:
-    """The module of the case's ``workload`` (``scenarios.WORKLOADS``); a plain workload
-    driven by another client is that client's module (``scenarios.CLIENTS``), another
-    workload on it the pair's (``scenarios.CLIENT_WORKLOADS``)."""
+    """The module of the case's ``workload`` (``workloads.WORKLOADS``); a plain workload
+    driven by another client is that client's module (``workloads.CLIENTS``), another
+    workload on it the pair's (``workloads.CLIENT_WORKLOADS``)."""
     client = getattr(case, "client", DEFAULT_CLIENT)
     workload = getattr(case, "workload", "plain")
     if client == DEFAULT_CLIENT:

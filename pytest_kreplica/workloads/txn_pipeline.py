@@ -34,6 +34,7 @@ from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
 from . import txn
+from .plain import REQUEST_TIMEOUT_MS, ProduceStats, record_id, record_value
 from .txn import (
     Consumer,
     after_failure,
@@ -42,7 +43,6 @@ from .txn import (
     record_transaction,
     settle_sends,
 )
-from .workload import REQUEST_TIMEOUT_MS, ProduceStats, record_id, record_value
 
 HISTORY_VERSION = 2
 PIPELINE_PROCESS, INCARNATION_STEP = 5, 100

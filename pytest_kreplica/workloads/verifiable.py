@@ -1,6 +1,6 @@
 """Kafka's own Java ``VerifiableProducer`` and ``VerifiableConsumer`` from the ``kafka-tools``
 artifact of any cached version, writing the same history as the kafka-python workload (test
-case C.7c, and the ``java`` client of ``scenarios/java_client.py``).
+case C.7c, and the ``java`` client of ``workloads/java_client.py``).
 
 Their JSON event lines are translated as they arrive: ``producer_send_success`` becomes an
 ``ok`` send with its offset (``info`` under acks=0, whose offset is -1),

@@ -1,4 +1,4 @@
-"""The librdkafka client's child process (``python -m pytest_kreplica.scenarios.rdkafka_child
+"""The librdkafka client's child process (``python -m pytest_kreplica.workloads.rdkafka_child
 produce|consume``): confluent-kafka's Producer or Consumer, each history row one JSON line
 on stdout (``lines.LineWriter``) that the parent (``rdkafka_client``) writes.
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..history import RunWriter, now_ns
-from .workload import REQUEST_TIMEOUT_MS, record_id
+from .plain import REQUEST_TIMEOUT_MS, record_id
 
 RC = "read_committed"
 

@@ -31,14 +31,8 @@ from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
 from .member_process import MemberProcess
-from .workload import (
-    MAX_BLOCK_MS,
-    REQUEST_TIMEOUT_MS,
-    ProduceStats,
-    classify,
-    record_value,
-)
-from .workload import Consumer as PlainConsumer
+from .plain import MAX_BLOCK_MS, REQUEST_TIMEOUT_MS, ProduceStats, classify, record_value
+from .plain import Consumer as PlainConsumer
 
 HISTORY_VERSION = 2
 PRODUCER_PROCESSES, GROUP_PROCESSES, OBSERVER_PROCESS = (0, 3), (1, 2), 9

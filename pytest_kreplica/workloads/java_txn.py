@@ -4,7 +4,7 @@ Kafka's own tools have no transactional producer that writes random transactions
 what became of each (``VerifiableProducer`` has no transactions; ``TransactionalMessageCopier``
 only copies), so a small program of ours, ``resources/java/KreplicaTxnProducer.java``, runs
 the ``txn`` workload's two producers in one JVM (one thread and one ``transactional.id``
-each, the processes and ids of ``scenarios/txn.py``): transactions of 1-4 records over the
+each, the processes and ids of ``workloads/txn.py``): transactions of 1-4 records over the
 case's topics and partitions, each record awaited before the next, committed by a seeded
 coin (3 in 4) or aborted. It is compiled once per Kafka version against that version's
 ``kafka-clients`` (``java_build``). It prints one JSON line per step, which ``TxnLines``
@@ -37,6 +37,7 @@ from ..history import RunWriter, now_ns
 from ..matrix import Case
 from .java_build import program_command
 from .lines import ClientProcess, client_log_dir, supervise
+from .plain import REQUEST_TIMEOUT_MS
 from .sends import ProduceStats
 from .txn import (
     COMMIT_SHARE,
@@ -49,7 +50,6 @@ from .txn import (
     transactional_id,
 )
 from .verifiable import send_error
-from .workload import REQUEST_TIMEOUT_MS
 
 HISTORY_VERSION = 2
 PROGRAM = "KreplicaTxnProducer"

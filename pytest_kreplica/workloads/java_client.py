@@ -41,6 +41,14 @@ from ..history import RunWriter, now_ns
 from ..matrix import Case
 from .incarnations import Restartable, incarnation_id, incarnation_process, run_producer
 from .lines import client_log_dir
+from .plain import (
+    CONSUMER_PROCESS,
+    DELIVERY_TIMEOUT_MS,
+    MAX_BLOCK_MS,
+    PRODUCER_PROCESS,
+    REQUEST_TIMEOUT_MS,
+    producer_retries,
+)
 from .reader import DrainingReader
 from .sends import ProduceStats
 from .verifiable import (
@@ -50,14 +58,6 @@ from .verifiable import (
     JavaClient,
     producer_result,
     write_properties,
-)
-from .workload import (
-    CONSUMER_PROCESS,
-    DELIVERY_TIMEOUT_MS,
-    MAX_BLOCK_MS,
-    PRODUCER_PROCESS,
-    REQUEST_TIMEOUT_MS,
-    producer_retries,
 )
 
 __all__ = ["CLIENT", "Consumer", "ProducerLines", "client_version", "consumer_options",

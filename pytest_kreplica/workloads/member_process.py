@@ -2,7 +2,7 @@
 readers), so that the nemesis crashes a real client (target ``group-member``): SIGKILL,
 SIGTERM or SIGSTOP of a real process, as Jepsen crashes its clients.
 
-The child (``python -m pytest_kreplica.scenarios.member_process``) runs a ``GroupReader``
+The child (``python -m pytest_kreplica.workloads.member_process``) runs a ``GroupReader``
 whose writer prints each history row as one JSON line on stdout; the parent copies the lines
 into the run's writer. A line cut short by a kill was never a row and is dropped. Each start
 is a new incarnation with a process number of its own (1, 101, 201, ...): a restarted member

@@ -44,6 +44,7 @@ from . import java_txn
 from .java_build import program_command
 from .java_txn import TxnLines, producer_properties
 from .lines import ClientProcess, client_log_dir
+from .plain import REQUEST_TIMEOUT_MS
 from .sends import ProduceStats
 from .txn import PRODUCER_PROCESSES, Consumer
 from .txn_pipeline import (
@@ -58,7 +59,6 @@ from .txn_pipeline import (
     pipeline_id,
     run_meta,
 )
-from .workload import REQUEST_TIMEOUT_MS
 
 HISTORY_VERSION = 2
 PROGRAM = "KreplicaTxnCopier"
