@@ -21,7 +21,7 @@ from ..errors import ClusterError
 from ..faults import NONE, Component, FaultPlan, Nemesis, coordinator_resolvers, scenario_checks
 from ..report import write_index
 from ..waits import wait_until
-from ..workloads import workload_module
+from ..workloads.choice import workload_of
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -148,12 +148,12 @@ def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
     def nemesis(ctx: CaseContext) -> None:
         plan = fault_plan(case, duration)
         partitions = [(t, p) for t in ctx.topics for p in range(case.partitions)]
-        keys = getattr(workload_module(case.workload), "coordinator_keys", None)
+        keys = workload_of(case).coordinator_keys(ctx.topics)
         nem = Nemesis(ctx.cluster, ctx.writer, plan, partitions,
                       progress=lambda msg: say(ctx, msg),
                       components=components(ctx) if components is not None else ctx.components,
-                      roles=coordinator_resolvers(ctx.cluster, keys(ctx.topics)) if keys
-                      else None, **timeouts)
+                      roles=coordinator_resolvers(ctx.cluster, keys) if keys else None,
+                      **timeouts)
         ctx.extra["fault_plan"] = plan.to_dict()
         ticker = _Ticker(ctx, nem, say)
         try:
@@ -191,8 +191,8 @@ class _Ticker:
     def _loop(self, ctx: CaseContext, nem: Nemesis, say: Say) -> None:
         while not self._stop.wait(PROGRESS_EVERY_S):
             stats, consumer = ctx.stats, ctx.consumer
-            sent, acked = getattr(stats, "sent", "?"), getattr(stats, "ok", "?")
-            consumed = getattr(consumer, "polled", "?")
+            sent, acked = (stats.sent, stats.ok) if stats is not None else ("?", "?")
+            consumed = consumer.polled if consumer is not None else "?"
             if nem.current_fault:
                 faults = f"fault in progress: {nem.current_fault}"
             else:

@@ -35,7 +35,8 @@ from ..history import RunWriter, write_run_json
 from ..validation.checker import check
 from ..validation.outcome import judge_case
 from ..workloads.choice import client_meta, workload_of
-from ..workloads.plain import Consumer, ProduceStats
+from ..workloads.plain import ProduceStats
+from ..workloads.protocol import Reader
 from .harness import harness_error, raise_harness_error
 from .interrupt import cut_short
 from .replicas import Phases, ReplicaCheck, verify_both, verify_replicas
@@ -72,7 +73,7 @@ class CaseContext:
     run_dir: Path
     extra: dict[str, Any] = field(default_factory=dict)  # results a hook wants in verdict.json
     stats: ProduceStats | None = None  # the producer's sent / acked counts, for progress lines
-    consumer: Consumer | None = None  # the Consumer (``polled`` count), for progress lines
+    consumer: Reader | None = None  # the workload's reader (``polled``), for progress lines
     meta: dict[str, Any] = field(default_factory=dict)  # run.json (a step may add to it)
     # what the nemesis may fail beside the brokers (``faults.nemesis.Component`` by target)
     components: dict[str, Component] = field(default_factory=dict)
@@ -246,11 +247,9 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
     }
     meta.update(run_meta or {})
     workload = workload_of(case)
-    version = getattr(workload, "HISTORY_VERSION", 1)
-    if version > 1:  # docs/history.md: a version 1 run.json names no version
-        meta["history_version"] = version
-    if hasattr(workload, "run_meta"):  # what the workload tells the checker (a pipeline's)
-        meta.update(workload.run_meta(topics))
+    if workload.history_version > 1:  # docs/history.md: a version 1 run.json names none
+        meta["history_version"] = workload.history_version
+    meta.update(workload.run_meta(topics))  # what the workload tells the checker
     write_run_json(run_dir, meta)
     with RunWriter(run_dir) as writer:
         ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
@@ -313,15 +312,14 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
     reader, read_topics = flow.reader(), flow.read_topics(topics)
     workload = workload_of(case)
     isolation = flow.isolation_level or case.isolation
-    options = workload.consumer_options(case) if hasattr(workload, "consumer_options") else {}
-    consumer: Consumer = workload.Consumer(
+    consumer = workload.consumer(
         read_topics, case.partitions, reader.live_bootstrap_servers, read_writer,
-        **({"isolation_level": isolation} if isolation else {}), **options)
+        **({"isolation_level": isolation} if isolation else {}),
+        **workload.consumer_options(case))
     ctx.stats, ctx.consumer = ProduceStats(), consumer
-    if hasattr(consumer, "components"):  # client processes the nemesis may fail
-        ctx.components.update(consumer.components())
+    ctx.components.update(consumer.components())  # client processes the nemesis may fail
     producer: dict[str, Any] = {}
-    if hasattr(workload, "producer_handle"):  # a producer process the nemesis may fail
+    if workload.producer_handle is not None:  # a producer process the nemesis may fail
         producer["producer"] = handle = workload.producer_handle()
         ctx.components[handle.role] = handle.component()
     keep = hooks.keep_producing

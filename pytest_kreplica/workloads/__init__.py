@@ -7,17 +7,15 @@ vocabulary without importing Kafka clients, Spark or Docker.
 
 from __future__ import annotations
 
-# the ``workload:`` dimension: what produces and reads; each module has ``produce`` and
-# ``Consumer`` with the plain workload's signatures, and may set ``HISTORY_VERSION`` and
-# ``coordinator_keys(topics)`` (the group / transactional id a coordinator target aims at)
+# every module named below exposes ``WORKLOAD`` (``protocol.Workload``)
+# the ``workload:`` dimension (on kafka-python): what produces and reads
 WORKLOADS: dict[str, str] = {
     "plain": "pytest_kreplica.workloads.plain",
     "txn": "pytest_kreplica.workloads.txn",
     "txn_pipeline": "pytest_kreplica.workloads.txn_pipeline",
 }
 
-# the ``client:`` dimension: which Kafka client drives the plain workload; each module has
-# the plain workload's ``produce`` and ``Consumer``, ``CLIENT`` and ``client_version(case)``.
+# the ``client:`` dimension: which Kafka client drives the plain workload
 DEFAULT_CLIENT = "kafka-python"
 CLIENTS: dict[str, str] = {
     DEFAULT_CLIENT: "pytest_kreplica.workloads.plain",

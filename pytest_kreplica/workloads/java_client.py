@@ -49,6 +49,7 @@ from .plain import (
     REQUEST_TIMEOUT_MS,
     producer_retries,
 )
+from .protocol import Workload
 from .reader import DrainingReader
 from .sends import ProduceStats
 from .verifiable import (
@@ -60,7 +61,7 @@ from .verifiable import (
     write_properties,
 )
 
-__all__ = ["CLIENT", "Consumer", "ProducerLines", "client_version", "consumer_options",
+__all__ = ["CLIENT", "Consumer", "ProducerLines", "WORKLOAD", "client_version", "consumer_options",
            "killed_upper", "produce", "producer_handle", "producer_properties"]
 
 CLIENT = "java"
@@ -273,3 +274,8 @@ class Consumer(DrainingReader):
         if running:
             self.writer.event("stop", process=incarnation_process(
                 self.process, self.handle.incarnation), detail="VerifiableConsumer stopped")
+
+
+WORKLOAD = Workload(client=CLIENT, client_version=client_version, produce=produce,
+                    consumer=Consumer, consumer_options=consumer_options,
+                    producer_handle=producer_handle)

@@ -40,11 +40,12 @@ from ..errors import ClusterError
 from ..history import RunWriter
 from ..matrix import Case
 from ..waits import wait_until
-from . import java_txn
+from . import java_client, java_txn
 from .java_build import program_command
 from .java_txn import TxnLines, producer_properties
 from .lines import ClientProcess, client_log_dir
 from .plain import REQUEST_TIMEOUT_MS
+from .protocol import Workload
 from .sends import ProduceStats
 from .txn import PRODUCER_PROCESSES, Consumer
 from .txn_pipeline import (
@@ -63,7 +64,7 @@ from .txn_pipeline import (
 HISTORY_VERSION = 2
 PROGRAM = "KreplicaTxnCopier"
 CLOSE_S = 75.0  # SIGTERM: the open transaction ends (bounded by max.block.ms), both close
-__all__ = ["HISTORY_VERSION", "PROGRAM", "Consumer", "Copier", "CopierLines",
+__all__ = ["Consumer", "Copier", "CopierLines", "HISTORY_VERSION", "PROGRAM", "WORKLOAD",
            "consumer_properties", "coordinator_keys", "produce", "run_meta"]
 
 
@@ -199,3 +200,8 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     if died:
         raise ClusterError(died)
     return stats
+
+
+WORKLOAD = Workload(client=java_client.CLIENT, client_version=java_client.client_version,
+                    produce=produce, consumer=Consumer, history_version=HISTORY_VERSION,
+                    run_meta=run_meta, coordinator_keys=coordinator_keys)

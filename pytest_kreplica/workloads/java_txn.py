@@ -35,9 +35,11 @@ from ..cluster import reaper
 from ..errors import ClusterError
 from ..history import RunWriter, now_ns
 from ..matrix import Case
+from . import java_client
 from .java_build import program_command
 from .lines import ClientProcess, client_log_dir, supervise
 from .plain import REQUEST_TIMEOUT_MS
+from .protocol import Workload
 from .sends import ProduceStats
 from .txn import (
     COMMIT_SHARE,
@@ -57,7 +59,7 @@ PROGRAM = "KreplicaTxnProducer"
 # initTransactions; beyond it the JVM is stuck
 IDLE_S = DELIVERY_TIMEOUT_MS / 1000 + 2 * END_TIMEOUT_S + 30
 CLOSE_S = 75.0  # SIGTERM: each producer ends its open transaction (bounded) and closes
-__all__ = ["HISTORY_VERSION", "PROGRAM", "Consumer", "TxnLines", "coordinator_keys",
+__all__ = ["Consumer", "HISTORY_VERSION", "PROGRAM", "TxnLines", "WORKLOAD", "coordinator_keys",
            "produce", "producer_properties"]
 
 
@@ -203,3 +205,8 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
         raise ClusterError(f"{PROGRAM} exited {code} (expected 0) after {stats.sent} sends; "
                            f"log {client.log_file}")
     return stats
+
+
+WORKLOAD = Workload(client=java_client.CLIENT, client_version=java_client.client_version,
+                    produce=produce, consumer=Consumer, history_version=HISTORY_VERSION,
+                    coordinator_keys=coordinator_keys)

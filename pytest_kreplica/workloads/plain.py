@@ -21,12 +21,13 @@ from typing import Any
 from ..cluster.admin.clients import close_producer
 from ..history import RunWriter, now_ns
 from ..matrix import Case
+from .protocol import Workload
 from .reader import DrainingReader, targets
 from .sends import ProduceStats, Sends, classify, record_id, record_value
 
 #: the producer's side lives in ``sends.py``; its names are read from here too
 __all__ = ["CLIENT", "CONSUMER_PROCESS", "Consumer", "DELIVERY_TIMEOUT_MS", "MAX_BLOCK_MS",
-           "PRODUCER_PROCESS", "ProduceStats", "REQUEST_TIMEOUT_MS", "classify",
+           "PRODUCER_PROCESS", "ProduceStats", "REQUEST_TIMEOUT_MS", "WORKLOAD", "classify",
            "client_version", "produce", "producer_config", "producer_retries", "record_id",
            "record_value"]
 
@@ -224,3 +225,7 @@ def _close_quietly(client: Any) -> None:
     # closing a client that lost its brokers may raise; it is gone anyway
     with contextlib.suppress(Exception):
         client.close()
+
+
+WORKLOAD = Workload(client=CLIENT, client_version=client_version, produce=produce,
+                    consumer=Consumer)

@@ -32,10 +32,11 @@ from .plain import (
     REQUEST_TIMEOUT_MS,
     producer_retries,
 )
+from .protocol import Workload
 from .reader import DrainingReader
 from .sends import ProduceStats
 
-__all__ = ["CLIENT", "Consumer", "client_version", "consumer_config", "produce",
+__all__ = ["CLIENT", "Consumer", "WORKLOAD", "client_version", "consumer_config", "produce",
            "producer_config", "producer_handle"]
 
 CLIENT = "librdkafka"
@@ -219,3 +220,7 @@ class Consumer(DrainingReader):
         if running:
             self.writer.event("stop", process=incarnation_process(
                 self.process, self.handle.incarnation), detail="librdkafka consumer stopped")
+
+
+WORKLOAD = Workload(client=CLIENT, client_version=client_version, produce=produce,
+                    consumer=Consumer, producer_handle=producer_handle)

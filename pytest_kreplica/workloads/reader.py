@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..history import RunWriter
 
@@ -49,6 +50,11 @@ class DrainingReader:
 
     def stop(self, timeout: float = 30.0) -> None:
         raise NotImplementedError
+
+    def components(self) -> dict[str, Any]:
+        """The client processes the nemesis may fail: none, unless the client runs in a
+        process of its own (``Restartable``)."""
+        return {}
 
     def note_polled(self, ids: list[str],
                     positions: dict[tuple[str, int], int] | None = None) -> None:

@@ -30,9 +30,11 @@ from ..faults.registry import GROUP_MEMBER
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
+from . import plain
 from .member_process import MemberProcess
 from .plain import MAX_BLOCK_MS, REQUEST_TIMEOUT_MS, ProduceStats, classify, record_value
 from .plain import Consumer as PlainConsumer
+from .protocol import Workload
 
 HISTORY_VERSION = 2
 PRODUCER_PROCESSES, GROUP_PROCESSES, OBSERVER_PROCESS = (0, 3), (1, 2), 9
@@ -40,8 +42,8 @@ COMMIT_SHARE = 0.75
 MAX_RECORDS = 4
 DELIVERY_TIMEOUT_MS = 30_000
 END_TIMEOUT_S = 20.0  # commit / abort / offsets in a transaction, then the producer is replaced
-__all__ = ["HISTORY_VERSION", "Consumer", "after_failure", "bounded", "end_transaction", "produce",
-           "record_transaction", "settle_sends"]
+__all__ = ["Consumer", "HISTORY_VERSION", "WORKLOAD", "after_failure", "bounded", "end_transaction",
+           "produce", "record_transaction", "settle_sends"]
 
 
 def coordinator_keys(topics: Sequence[str]) -> dict[str, str]:
@@ -332,3 +334,8 @@ class Consumer:
             m.stop(timeout)
         self.observer.stop(timeout)
         self.errors = [e for m in self.members for e in m.errors] + self.observer.errors
+
+
+WORKLOAD = Workload(client=plain.CLIENT, client_version=plain.client_version,
+                    produce=produce, consumer=Consumer, history_version=HISTORY_VERSION,
+                    coordinator_keys=coordinator_keys)

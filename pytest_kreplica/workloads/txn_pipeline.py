@@ -33,8 +33,9 @@ from ..errors import ClusterError
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import wait_until
-from . import txn
+from . import plain, txn
 from .plain import REQUEST_TIMEOUT_MS, ProduceStats, record_id, record_value
+from .protocol import Workload
 from .txn import (
     Consumer,
     after_failure,
@@ -52,8 +53,8 @@ CATCH_UP_S = 45.0
 POLL_TIMEOUT_S = 20.0
 IDLE_S = 15.0  # nothing read while input is owed: the consumer is rebuilt
 RC = "read_committed"
-__all__ = ["HISTORY_VERSION", "Consumer", "Pipeline", "coordinator_keys", "pipeline_id",
-           "produce", "run_meta"]
+__all__ = ["Consumer", "HISTORY_VERSION", "Pipeline", "WORKLOAD", "coordinator_keys",
+           "pipeline_id", "produce", "run_meta"]
 
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
@@ -285,3 +286,8 @@ def coordinator_keys(topics: Sequence[str]) -> dict[str, str]:
 def pipeline_id(output: str) -> str:
     """The pipeline's group id and transactional id (one key for both coordinators)."""
     return f"kr-pipeline-{output}"[:200]
+
+
+WORKLOAD = Workload(client=plain.CLIENT, client_version=plain.client_version,
+                    produce=produce, consumer=Consumer, history_version=HISTORY_VERSION,
+                    run_meta=run_meta, coordinator_keys=coordinator_keys)

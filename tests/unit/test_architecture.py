@@ -307,23 +307,27 @@ def test_the_checker_sees_cycles_private_names_and_long_functions():
 FOUNDATION = ("errors", "history", "waits", "once", "yaml_strict")
 #: package (or foundation module) -> packages it must never import, even inside a function
 FORBIDDEN = {
-    **{f: ("cluster", "matrix", "faults", "scenarios", "validation", "report", "results",
-           "plugin", "cli") for f in FOUNDATION},
-    "cluster": ("matrix", "faults", "scenarios", "validation", "report", "results", "plugin",
-                "cli"),
-    "validation": ("faults", "scenarios", "results", "plugin", "cli"),
-    "faults": ("scenarios", "results", "plugin", "cli"),
-    "matrix": ("faults", "validation", "report", "results", "plugin", "cli"),
-    "report": ("scenarios", "results", "plugin", "cli"),
+    **{f: ("cluster", "matrix", "faults", "workloads", "scenarios", "validation", "report",
+           "results", "plugin", "cli") for f in FOUNDATION},
+    "cluster": ("matrix", "faults", "workloads", "scenarios", "validation", "report", "results",
+                "plugin", "cli"),
+    "validation": ("faults", "workloads", "scenarios", "results", "plugin", "cli"),
+    "faults": ("workloads", "scenarios", "results", "plugin", "cli"),
+    "matrix": ("faults", "workloads", "validation", "report", "results", "plugin", "cli"),
+    "report": ("workloads", "scenarios", "results", "plugin", "cli"),
     # the results store sits above the report (it reads verdict.json) and below the plugin
-    "results": ("cluster", "faults", "scenarios", "plugin", "cli"),
+    "results": ("cluster", "faults", "workloads", "scenarios", "plugin", "cli"),
+    # what produces and reads during a case: below the runner that drives it
+    "workloads": ("scenarios", "validation", "report", "results", "plugin", "cli"),
     "scenarios": ("results", "plugin", "cli"),
 }
 
 
 #: registries a lower layer may read: vocabularies, import-light (the matrix checks failure
-#: names against FAILURES, the loss evidence asks a failure whether it moves leadership)
-SHARED_REGISTRIES = (f"{PACKAGE}.faults.registry", f"{PACKAGE}.faults.failure")
+#: names against FAILURES and clients against CLIENTS, the loss evidence asks a failure
+#: whether it moves leadership)
+SHARED_REGISTRIES = (f"{PACKAGE}.faults.registry", f"{PACKAGE}.faults.failure",
+                     f"{PACKAGE}.workloads")
 
 
 def _layer(module: str) -> str:
@@ -382,7 +386,8 @@ def test_the_spark_engine_imports_no_verdict():
 
 
 @pytest.mark.parametrize("light", [f"{PACKAGE}.matrix", f"{PACKAGE}.plugin",
-                                   f"{PACKAGE}.scenarios", f"{PACKAGE}.cluster"])
+                                   f"{PACKAGE}.scenarios", f"{PACKAGE}.workloads",
+                                   f"{PACKAGE}.cluster"])
 def test_light_entry_points_import_nothing_heavy(light):
     """The plugin (imported at every pytest start) and what it reads at collection (matrix,
     the scenario and backend registries) load no heavy library at import, nor the few the

@@ -100,7 +100,7 @@ def test_a_producer_that_cannot_start_is_recorded(tmp_path):
 def test_the_java_txn_pair_is_chosen_and_other_pairs_are_refused(tmp_path):
     (case,) = parse_matrix(Path("m.yaml"), {"dimensions": {
         "client": ["java"], "workload": ["txn"], "topics": [2]}}).cases
-    assert choice.workload_of(case) is java_txn
+    assert choice.workload_of(case) is java_txn.WORKLOAD
     assert case.client == "java" and "client_java" in case.markers
 
 

@@ -13,9 +13,10 @@ import pytest
 
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.matrix import DIMENSIONS, InvalidValue
-from pytest_kreplica.workloads import WORKLOADS
+from pytest_kreplica.workloads import CLIENT_WORKLOADS, CLIENTS, WORKLOADS
 from pytest_kreplica.workloads import txn as workload
 from pytest_kreplica.workloads.plain import ProduceStats
+from pytest_kreplica.workloads.protocol import Workload
 from tests.fake_txn import FakeProducer
 
 
@@ -28,10 +29,19 @@ def test_workload_dimension_marks_txn_cases_and_names_its_values():
 
 
 def test_every_registered_workload_has_the_runner_interface():
-    for name, module in WORKLOADS.items():
-        mod = importlib.import_module(module)
-        assert callable(mod.produce) and callable(mod.Consumer), name
-    assert importlib.import_module(WORKLOADS["txn"]).HISTORY_VERSION == 2
+    """Every module of the three registries exposes a complete ``Workload``: the runner calls
+    its members without probing (protocol.py)."""
+    modules = {**WORKLOADS, **CLIENTS, **{"/".join(k): v for k, v in CLIENT_WORKLOADS.items()}}
+    for name, module in modules.items():
+        spec = importlib.import_module(module).WORKLOAD
+        assert isinstance(spec, Workload), name
+        assert callable(spec.produce) and callable(spec.consumer), name
+        assert spec.client in CLIENTS, name
+    assert importlib.import_module(WORKLOADS["txn"]).WORKLOAD.history_version == 2
+    assert importlib.import_module(WORKLOADS["plain"]).WORKLOAD.history_version == 1
+    assert importlib.import_module(CLIENTS["java"]).WORKLOAD.producer_handle is not None
+    assert importlib.import_module(WORKLOADS["plain"]).WORKLOAD.coordinator_keys(["t"]) == {}
+    assert importlib.import_module(WORKLOADS["txn"]).WORKLOAD.coordinator_keys(["t"])
 
 
 class _Case:
