@@ -20,6 +20,8 @@ import subprocess
 import threading
 from typing import Any
 
+from ..errors import ClusterError
+
 FORK_TIMEOUT_S = 60
 SETPRIV = "setpriv"
 # exec the command only while the parent that asked for it is alive (else exit 1): closes the
@@ -81,3 +83,20 @@ class Launcher:
                 argv, start_new_session=True, **kwargs), future))
             self._cond.notify()
         return future.result(timeout=FORK_TIMEOUT_S)
+
+    def run(self, cmd: list[str], *, timeout: float, what: str,
+            merge_output: bool = False) -> subprocess.CompletedProcess:
+        """``cmd`` to its end within ``timeout`` seconds, forked like ``popen`` (it dies with
+        this process): its exit code and text output (stderr in stdout with
+        ``merge_output``). One that runs longer is killed: ClusterError naming ``what``."""
+        proc = self.popen(cmd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT if merge_output else subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise ClusterError(f"{what} did not finish within {timeout:.0f} s (expected exit "
+                               f"0)") from None
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

@@ -15,7 +15,6 @@ import dataclasses
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -59,22 +58,19 @@ def compile_program(dist: Distribution, source: Path) -> Path:
         work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
         cmd = [javac, "-nowarn", "--release", "17", "-encoding", "UTF-8", "-d", str(work),
                "-cp", dist.classpaths["tools"], str(source)]
-        proc = Launcher.get().popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, text=True)
         try:
-            output, _ = proc.communicate(timeout=COMPILE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+            done = Launcher.get().run(cmd, timeout=COMPILE_TIMEOUT_S, merge_output=True,
+                                      what=f"javac compiling {source.name}")
+        except ClusterError:
             shutil.rmtree(work, ignore_errors=True)
-            raise ClusterError(f"javac did not compile {source.name} within "
-                               f"{COMPILE_TIMEOUT_S:.0f} s") from None
-        if proc.returncode != 0:
+            raise
+        output = done.stdout
+        if done.returncode != 0:
             shutil.rmtree(work, ignore_errors=True)
             first = next((line for line in output.splitlines() if "error" in line),
                          output.strip().splitlines()[0] if output.strip() else "no output")
             raise ClusterError(f"javac could not compile {source.name} against Kafka "
-                               f"{dist.version}'s kafka-clients (exit {proc.returncode}): "
+                               f"{dist.version}'s kafka-clients (exit {done.returncode}): "
                                f"{first.strip()}")
         (work / MARKER).write_text(" ".join(cmd[:1] + cmd[-1:]) + "\n")
         shutil.rmtree(out, ignore_errors=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -357,17 +356,9 @@ def run_tool(version: str | None, main_class: str, *args: str, what: str,
     cmd = [c for c in dist.command(main_class, *args, component="tools")
            if not c.startswith("-Xm")]
     # forked by the launcher: the tool's JVM dies with this process, even a SIGKILLed one
-    proc = Launcher.get().popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise ClusterError(f"{what} did not finish within {timeout:.0f} s (expected exit "
-                           f"0)") from None
-    if proc.returncode != 0:
-        tail = (err or out).strip().splitlines()[-3:]
-        raise ClusterError(f"{what} exited {proc.returncode} (expected 0): "
+    done = Launcher.get().run(cmd, timeout=timeout, what=what)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise ClusterError(f"{what} exited {done.returncode} (expected 0): "
                            f"{' | '.join(tail)}")
-    return out
+    return done.stdout
