@@ -101,7 +101,7 @@ def test_the_copier_lines_become_the_pipelines_rows(tmp_path):
 def test_the_java_pipeline_pair_is_chosen(tmp_path):
     (case,) = parse_matrix(Path("m.yaml"), {"dimensions": {
         "client": ["java"], "workload": ["txn_pipeline"], "topics": [2]}}).cases
-    assert choice.workload_of(case) is java_pipeline
+    assert choice.workload_of(case) is java_pipeline.WORKLOAD
     assert case.semantics == "exactly-once" and "txn_pipeline" in case.markers
 
 
