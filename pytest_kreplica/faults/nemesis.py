@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
-from ..waits import wait_for
+from ..waits import wait_for, wait_until
 from .elections import Elections, now_ns
 from .failure import Failure
 from .isrviews import isr_before
 from .isrwatch import watch_fault
 from .leadership import leaders, led_by, read_partitions
+from .overlap import HOLD_BOUND_S, run_overlapping
 from .plan import FaultPlan, FaultRecord, FaultSpec
 from .registry import COMPONENT_TARGETS, FAILURES, TARGETS, WORKLOAD_TARGETS
 
@@ -119,6 +120,11 @@ class Nemesis(Elections):
         self.records: list[FaultRecord] = []
         self.next_fault: str | None = None  # planned, not struck yet
         self.current_fault: str | None = None  # struck, not recovered yet
+        # nodes struck and not yet recovered: a composition's second part strikes another
+        self.struck_nodes: set[int] = set()
+        # a fault's index -> what must be true before its restore (a composition's first
+        # part holds until its second struck)
+        self.hold_until: dict[int, Callable[[], bool]] = {}
 
     # -- running ------------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None) -> list[FaultRecord]:
@@ -128,7 +134,8 @@ class Nemesis(Elections):
         recover; the record of that fault carries the reason too."""
         started = time.monotonic()
         bounded_by_time = self.plan.duration_s is not None
-        for spec in self.plan.faults():
+        for step in self.plan.steps():
+            spec = step[0]
             if bounded_by_time and (time.monotonic() - started >= self.plan.duration_s
                                     or (stop is not None and stop.is_set())):
                 break
@@ -140,11 +147,13 @@ class Nemesis(Elections):
                     break
             else:
                 time.sleep(spec.delay_s)
-            self.next_fault, self.current_fault = None, spec.describe()
-            record = self.run_fault(spec)
+            self.next_fault = None
+            self.current_fault = " + ".join(s.describe() for s in step)
+            done = run_overlapping(self, *step) if len(step) > 1 else [self.run_fault(spec)]
             self.current_fault = None
-            if record.error:
-                raise ClusterError(f"nemesis fault {spec.describe()}: {record.error}")
+            for s, record in zip(step, done, strict=True):
+                if record.error:
+                    raise ClusterError(f"nemesis fault {s.describe()}: {record.error}")
         self.next_fault = None
         return self.records
 
@@ -158,12 +167,13 @@ class Nemesis(Elections):
         struck, watch = False, None
         rec.lag_bound_ms = self._lag_bound()
         try:
-            state = self._wait_for_leader(topic, partition, set())
+            state = self._wait_for_leader(topic, partition, set(self.struck_nodes))
             rec.leader_before, rec.before_ns = state.leader, now_ns()
             rec.isr_before, _ = isr_before(self.cluster, topic, partition)
             rec.controller_before = (self.cluster.active_controller()
                                      if getattr(self.cluster, "finds_controller", True) else None)
             rec.node = self._choose_victim(spec, state)
+            self.struck_nodes.add(rec.node)
             rec.partitions_before = read_partitions(self.cluster, self.partitions)
             rec.led_before = led_by(rec.partitions_before, rec.node)
             struck = True
@@ -187,6 +197,7 @@ class Nemesis(Elections):
                     rec.after_ns = now_ns()
             if watch is not None:
                 watch.finish(rec)
+            self.struck_nodes.discard(rec.node)
         return rec
 
     def _lag_bound(self) -> int | None:
@@ -196,13 +207,17 @@ class Nemesis(Elections):
         except Exception:  # a cluster that cannot say: no window, nothing excused by it
             return None
 
-    @staticmethod
-    def _hold(spec: FaultSpec, rec: FaultRecord) -> None:
+    def _hold(self, spec: FaultSpec, rec: FaultRecord) -> None:
         """Keep the victim down until ``downtime_s`` after the strike (a planned hold, not
-        a wait for a state)."""
+        a wait for a state), and, for a composition's first part, until its second struck
+        (bounded)."""
         remaining = spec.downtime_s - (now_ns() - (rec.strike_ns or now_ns())) / 1e9
         if remaining > 0:
             time.sleep(remaining)
+        if spec.index in self.hold_until:
+            wait_until(self.hold_until[spec.index], HOLD_BOUND_S,
+                       f"the fault overlapping #{spec.index} struck while it holds",
+                       lambda: "not struck yet")
 
     def _run_component_fault(self, spec: FaultSpec, comp: Component) -> FaultRecord:
         """Strike the component, hold for the downtime, restore it, wait for its work to
@@ -277,14 +292,28 @@ class Nemesis(Elections):
         if spec.target == "leader" or spec.target in self.roles:  # roles lead their partition
             return state.leader
         if spec.target == "controller":
-            return self.cluster.active_controller()
-        followers = sorted(set(state.isr) - {state.leader}) or sorted(
-            set(state.replicas) - {state.leader})
+            return self._live_controller()
+        busy = {state.leader, *self.struck_nodes}
+        followers = sorted(set(state.isr) - busy) or sorted(set(state.replicas) - busy)
         if not followers:
             raise InputError(f"nemesis: {state.topic}-{state.partition} has no follower "
                              f"(replicas {list(state.replicas)}); a follower target needs "
                              f"replication_factor >= 2")
         return followers[int(spec.pick * 7919) % len(followers)]
+
+    def _live_controller(self) -> int:
+        """The active controller, once it is not a node another fault holds (bounded)."""
+        seen: list[int | None] = [None]
+
+        def other() -> str | None:
+            seen[0] = self.cluster.active_controller()
+            return None if seen[0] is not None and seen[0] not in self.struck_nodes else \
+                f"active controller {seen[0]}, struck {sorted(self.struck_nodes)}"
+
+        wait_for(other, self.election_timeout, "an active controller no fault holds",
+                 hint=self._logs_hint(), poll=0.25)
+        assert seen[0] is not None
+        return seen[0]
 
     def _strike(self, spec: FaultSpec, rec: FaultRecord) -> None:
         failure = FAILURES[spec.failure]

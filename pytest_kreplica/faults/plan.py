@@ -16,8 +16,13 @@ from .registry import (
     RANDOM_FAILURES,
     TARGETS,
     WORKLOAD_TARGETS,
+    composition_problem,
+    is_composed,
+    parts_of,
 )
 
+# a composition's second part strikes this share of the downtime after the first (drawn)
+OVERLAP_AT = (0.2, 0.5)
 NO_OTHER_REPLICA = "no other replica can lead (replication factor 1)"
 ALL_DOWN = "every node was down: nothing could lead until the restore"
 FAULT_RECORD_PHASES = ("fault_s", "recovery_s", "election_s")  # the timings a record carries
@@ -33,8 +38,15 @@ class FaultSpec:
     delay_s: float  # quiet time before the strike (after the previous fault recovered)
     downtime_s: float  # from the strike to the restore
     pick: float  # in [0, 1): which topic-partition, and which follower, to use
+    # a composition's second part: the index of the fault it overlaps, struck ``after_s``
+    # after that fault's strike while it still holds (None: a fault on its own)
+    overlaps: int | None = None
+    after_s: float | None = None
 
     def describe(self) -> str:
+        if self.overlaps is not None:
+            return (f"#{self.index} {self.failure} {self.target} {self.after_s:.1f} s into "
+                    f"#{self.overlaps}, down {self.downtime_s:.1f} s")
         return (f"#{self.index} {self.failure} {self.target} after {self.delay_s:.1f} s, "
                 f"down {self.downtime_s:.1f} s")
 
@@ -80,6 +92,10 @@ class FaultRecord:
     progress_at_restore: int | None = None  # a component's work done when it was restored
     measured: str | None = None  # what the strike measured (the strike event's "measured")
     error: str | None = None
+    # a composition's part: the other part's index and the measured overlap of the two
+    # strike-to-restore windows (s)
+    overlaps: int | None = None
+    overlap_s: float | None = None
 
     @property
     def fault_s(self) -> float | None:
@@ -118,7 +134,10 @@ class FaultPlan:
     target_choices: tuple[str, ...] = TARGETS
 
     def __post_init__(self) -> None:
-        for key, value, allowed in (("failure", self.failure, tuple(FAILURES)),
+        if is_composed(self.failure) and (problem := composition_problem(self.failure)):
+            raise InputError(f"nemesis: failure {self.failure!r}: {problem}")
+        for key, value, allowed in (("failure", "" if is_composed(self.failure) else
+                                     self.failure, ("", *FAILURES)),
                                     ("target", self.target,
                                      TARGETS + WORKLOAD_TARGETS + COMPONENT_TARGETS)):
             if value not in (*allowed, RANDOM):
@@ -127,17 +146,35 @@ class FaultPlan:
         if self.failures < 0 or self.downtime_s < 0:
             raise InputError("nemesis: failures and downtime must not be negative")
 
-    def faults(self) -> Iterator[FaultSpec]:
-        """The schedule; the same seed always yields the same specs."""
+    def steps(self) -> Iterator[tuple[FaultSpec, ...]]:
+        """The schedule, one step at a time: a fault, or a composition's two parts (the
+        second overlapping the first); the same seed always yields the same specs. A
+        composition counts as one of ``failures``; its parts take an index each."""
         rng = random.Random(self.seed)
-        index = 0
-        while self.duration_s is not None or index < self.failures:
-            index += 1
+        index = step = 0
+        while self.duration_s is not None or step < self.failures:
+            step += 1
             failure = rng.choice(self.failure_choices) if self.failure == RANDOM else self.failure
             target = rng.choice(self.target_choices) if self.target == RANDOM else self.target
-            yield FaultSpec(index=index, failure=failure, target=target,
-                            delay_s=round(rng.uniform(*self.delay_s), 3),
-                            downtime_s=self.downtime_s, pick=rng.random())
+            first, *more = parts_of(failure)
+            index += 1
+            spec = FaultSpec(index=index, failure=first, target=target,
+                             delay_s=round(rng.uniform(*self.delay_s), 3),
+                             downtime_s=self.downtime_s, pick=rng.random())
+            if not more:
+                yield (spec,)
+                continue
+            index += 1
+            second = FaultSpec(index=index, failure=more[0], target=rng.choice(TARGETS),
+                               delay_s=0.0, downtime_s=self.downtime_s, pick=rng.random(),
+                               overlaps=spec.index,
+                               after_s=round(rng.uniform(*OVERLAP_AT) * self.downtime_s, 3))
+            yield spec, second
+
+    def faults(self) -> Iterator[FaultSpec]:
+        """Every planned fault in order (a composition's parts one after the other)."""
+        for step in self.steps():
+            yield from step
 
     def preview(self, limit: int = 20) -> list[FaultSpec]:
         out = []

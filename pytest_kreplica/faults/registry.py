@@ -67,17 +67,59 @@ WORKLOAD_TARGETS = COORDINATOR_TARGETS
 # the matrix's ``target`` vocabulary
 TARGET_VALUES = (*TARGETS, *WORKLOAD_TARGETS, *COMPONENT_TARGETS, RANDOM)
 
+# a composed failure ("hard+slow_link"): its parts strike overlapping in time, the second
+# while the first is still in effect, each on its own victim (docs/failures.md "Composed
+# faults"). A part acts on one node of a running cluster; what acts on the cluster as a
+# whole (membership, every replica's power, the remote store) composes with nothing.
+COMPOSE = "+"
+COMPOSABLE = tuple(n for n in FAILURES if n not in (
+    "empty_restart", "power_loss_all", "power_loss_replicas", "reassign",
+    "preferred_election", "broker_join", "broker_decommission", "controller_membership",
+    "remote_store_readonly"))
+# a part that takes its node out of the KRaft quorum (stopped, paused, cut off): two of them
+# need a quorum that survives two voters out
+OUTAGE_BROKERS = 5
+
+
+def parts_of(failure: str | None) -> tuple[str, ...]:
+    """The failure types of a matrix ``failure`` value: one, or a composition's parts."""
+    return tuple(failure.split(COMPOSE)) if failure else ()
+
+
+def is_composed(failure: str | None) -> bool:
+    return bool(failure) and COMPOSE in str(failure)
+
+
+def takes_out(name: str) -> bool:
+    """Whether a failure takes its node out of the quorum (stopped, paused or cut off)."""
+    return FAILURES[name].struck_state is not None or name == "partition"
+
+
+def composition_problem(value: str) -> str | None:
+    """Why ``value`` is not a composition the nemesis can run (None: it is): each part a
+    composable failure type, two parts."""
+    parts = parts_of(value)
+    if len(parts) != 2:
+        return f"a composition has two parts joined by {COMPOSE!r}, got {len(parts)}"
+    for part in parts:
+        if part not in COMPOSABLE:
+            return (f"part {part!r} is not a failure type that composes; allowed parts: "
+                    f"{' | '.join(COMPOSABLE)}")
+    return None
+
+
 STRIKE_EVENTS: dict[str, Failure] = {f.event: f for f in FAILURES.values()}
 RESTORE_EVENTS = frozenset(f.restore_event for f in FAILURES.values())
 
 
 def facilities_needed(failure: str | None) -> frozenset[str]:
     """The node facilities a case whose ``failure`` is this needs its cluster to have: the
-    failure's own, or (``random``) those of every failure ``random`` may draw."""
+    failure's own, a composition's parts' together, or (``random``) those of every failure
+    ``random`` may draw."""
     if failure == RANDOM:
         drawn = [FAILURES[name] for name in RANDOM_FAILURES]
     else:
-        drawn = [FAILURES[failure]] if failure in FAILURES else []
+        drawn = [FAILURES[part] for part in parts_of(failure) if part in FAILURES]
     return frozenset().union(*(f.facilities for f in drawn))
 
 

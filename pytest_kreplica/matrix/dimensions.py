@@ -14,7 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster import backend_names
-from ..faults.registry import FAILURE_VALUES, FAILURES, NONE, RANDOM_FAILURES, TARGET_VALUES
+from ..faults.registry import (
+    COMPOSABLE,
+    COMPOSE,
+    FAILURE_VALUES,
+    FAILURES,
+    NONE,
+    RANDOM_FAILURES,
+    TARGET_VALUES,
+    composition_problem,
+    is_composed,
+    parts_of,
+)
 from ..history import SEMANTICS
 from ..workloads import CLIENTS, DEFAULT_CLIENT
 
@@ -48,6 +59,27 @@ def _choice(*allowed: str, aliases: Mapping[Any, str] | None = None) -> Callable
         raise InvalidValue(" | ".join(allowed))
 
     return parse
+
+
+def _failure(value: Any) -> str:
+    """One failure type, ``none``, ``random``, or a composition ``a+b`` of two composable
+    failure types (each part checked; the message says which part and what composes)."""
+    if isinstance(value, str) and COMPOSE in value:
+        problem = composition_problem(value)
+        if problem is not None:
+            raise InvalidValue(f"{' | '.join(FAILURE_VALUES)}, or two of "
+                               f"{' | '.join(COMPOSABLE)} joined by {COMPOSE!r} ({problem})")
+        return value
+    return _choice(*FAILURE_VALUES)(value)
+
+
+def _failure_markers(value: str) -> list[str]:
+    if is_composed(value):
+        return [*(f"failure_{part}" for part in parts_of(value)), COMPOSED_MARKER]
+    return [f"failure_{value}"]
+
+
+COMPOSED_MARKER = "composed_faults"
 
 
 def _boolean(value: Any) -> bool:
@@ -255,11 +287,13 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
                   "LocalTieredStorage, a final read from offset 0 across the tier boundary "
                   "and the remote segments checked (docs/tiered.md)", type="str"),
     # failure dimensions (the faults drive them; validated here)
-    Dimension("failure", _choice(*FAILURE_VALUES), NONE,
-              lambda v: "nofail" if v == NONE else v, lambda v: [f"failure_{v}"],
-              FAILURE_VALUES,
+    Dimension("failure", _failure, NONE,
+              lambda v: "nofail" if v == NONE else v, _failure_markers,
+              (*FAILURE_VALUES, "hard+soft"),
               doc="; ".join(f"{n} = {f.doc}" for n, f in FAILURES.items())
-              + f"; random = one of {'/'.join(RANDOM_FAILURES)} per fault, from the seed",
+              + f"; random = one of {'/'.join(RANDOM_FAILURES)} per fault, from the seed"
+              + f"; a{COMPOSE}b = two of {'/'.join(COMPOSABLE)} overlapping in time, the "
+                "second struck while the first holds, each on its own victim",
               type="str"),
     Dimension("target", _choice(*TARGET_VALUES),
               "leader", lambda v: v, lambda v: [f"target_{hyphen_free(v)}"],

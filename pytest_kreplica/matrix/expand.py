@@ -15,9 +15,14 @@ from ..faults.registry import (
     CLIENT_TARGETS,
     FAILURES,
     GROUP_MEMBER,
+    OUTAGE_BROKERS,
+    TARGETS,
     WORKLOAD_TARGETS,
     facilities_needed,
     failures_on,
+    is_composed,
+    parts_of,
+    takes_out,
 )
 from ..workloads import CLIENT_WORKLOADS
 from .case import Case
@@ -181,13 +186,17 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise matrix_error(path, f"{where}.target",
                            f"{p['target']} needs replication_factor >= 2 (rf 1 has no "
                            "follower); allowed: leader | controller, or replication_factor >= 2")
-    failure = FAILURES.get(p["failure"])
-    if failure is not None and not failure.runs_on(p["backend"]):
-        needs = " or ".join(failure.backends or ())
-        raise matrix_error(path, f"{where}.failure",
-                           f"{p['failure']} needs backend {needs} (--kreplica-backend {needs} "
-                           f"or backend: [{needs}]), got backend {p['backend']}; allowed on "
-                           f"{p['backend']}: {' | '.join(failures_on(p['backend']))}")
+    for part in parts_of(p["failure"]):
+        failure = FAILURES.get(part)
+        if failure is not None and not failure.runs_on(p["backend"]):
+            needs = " or ".join(failure.backends or ())
+            raise matrix_error(path, f"{where}.failure",
+                               f"{p['failure']} needs backend {needs} (--kreplica-backend "
+                               f"{needs} or backend: [{needs}]), got backend {p['backend']}; "
+                               f"allowed on {p['backend']}: "
+                               f"{' | '.join(failures_on(p['backend']))}")
+    if is_composed(p["failure"]):
+        _check_composed(path, where, p, scenario)
     _check_tiered(path, where, p, scenario)
     if p["workload"] == "txn_pipeline" and p["topics"] < 2:
         raise matrix_error(path, f"{where}.topics",
@@ -220,6 +229,27 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise matrix_error(path, f"{where}.target",
                            f"mirror-maker needs scenario mirror, got {scenario}; allowed: "
                            "leader | follower | controller")
+
+
+def _check_composed(path: Path, where: str, p: Mapping[str, Any], scenario: str) -> None:
+    """A composed failure strikes brokers only, of one cluster, and two parts that each take
+    their node out of the quorum need one that keeps a majority with two voters out."""
+    if p["target"] not in (*TARGETS, "random"):
+        raise matrix_error(path, f"{where}.target",
+                           f"{p['target']} cannot take a composed failure ({p['failure']}: "
+                           f"each part strikes a broker); allowed: {' | '.join(TARGETS)} | "
+                           "random")
+    if scenario != "replication":
+        raise matrix_error(path, f"{where}.failure",
+                           f"{p['failure']} (a composed failure) needs scenario replication, "
+                           f"got {scenario}; allowed: one failure type")
+    out = [part for part in parts_of(p["failure"]) if takes_out(part)]
+    if len(out) > 1 and p["brokers"] < OUTAGE_BROKERS:
+        raise matrix_error(path, f"{where}.failure",
+                           f"{p['failure']}: both parts take their node out of the quorum "
+                           f"(stopped, paused or cut off), which leaves {p['brokers']} voters "
+                           f"without a majority; allowed: brokers >= {OUTAGE_BROKERS}, or one "
+                           "part that keeps its node running (a link, clock or disk fault)")
 
 
 def _check_client_target(path: Path, where: str, p: Mapping[str, Any]) -> None:
