@@ -288,7 +288,8 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
                   "and the remote segments checked (docs/tiered.md)", type="str"),
     # failure dimensions (the faults drive them; validated here)
     Dimension("failure", _failure, NONE,
-              lambda v: "nofail" if v == NONE else v, _failure_markers,
+              lambda v: "nofail" if v == NONE else "-plus-".join(parts_of(v)),
+              _failure_markers,
               (*FAILURE_VALUES, "hard+soft"),
               doc="; ".join(f"{n} = {f.doc}" for n, f in FAILURES.items())
               + f"; random = one of {'/'.join(RANDOM_FAILURES)} per fault, from the seed"

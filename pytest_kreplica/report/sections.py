@@ -171,6 +171,8 @@ def timeline(data: Any, verdict: dict[str, Any]) -> list[str]:
               "new leader": f.get("new_leader"), "election s": f.get("election_s"),
               "new leader was in ISR": f.get("elected_from_isr"),
               "down s": rounded(f.get("fault_s")), "recovery s": rounded(f.get("recovery_s")),
+              "overlaps": (f"#{f['overlaps']} for {f.get('overlap_s')} s"
+                           if f.get("overlaps") is not None else None),
               "note": f.get("error") or f.get("election_note")} for f in faults]))
     parts.append("<h2>Source acknowledged, target polled, mirror lag</h2>" if data.mirrored
                  else "<h2>Unseen messages and consumer lag</h2>")

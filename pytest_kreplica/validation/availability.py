@@ -12,7 +12,10 @@ failure type declares it may cost (``Failure.availability``, an :class:`Allowanc
 allowance of a victim that led a partition of the case or of one that did not, plus the
 fault's downtime where the allowance says so, plus the cluster's follower lag bound (an
 acks=all leader waits that long for a dead follower to leave the ISR), plus the whole window
-when the case cannot write without the victim. A matrix's ``max_unavailable_s`` replaces all
+when the case cannot write without the victim. Faults in effect together (a composed
+failure, whose windows overlap) share their stretches: a fault's bound adds what every
+fault whose window overlaps its own may cost, since either may have stopped progress for
+its part of the stretch. A matrix's ``max_unavailable_s`` replaces all
 of that with one bound, which also judges every stretch outside fault windows; a case
 without faults and without that key records its figures and is not judged.
 
@@ -122,7 +125,8 @@ def segments(data: dict[str, Any], windows: list[tuple[int, int, int]]) -> list[
     for k, (index, start, end) in enumerate(windows):
         out.append(_segment(data, "during", index, start, end))
         nxt = windows[k + 1][1] if k + 1 < len(windows) else None
-        out.append(_segment(data, "after", index, end, nxt))
+        if nxt is None or nxt > end:  # a fault overlapping this one: no "after" between
+            out.append(_segment(data, "after", index, end, nxt))
     return out
 
 
@@ -147,6 +151,22 @@ def allowed_s(fault: dict[str, Any], params: dict[str, Any]) -> float:
     if window and cannot_write_without_one(params):
         bound += (window[1] - window[0]) / 1e9
     return round(bound, 3)
+
+
+def overlapping(fault: dict[str, Any], faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The other faults whose windows overlap ``fault``'s (a composed failure's parts)."""
+    own = _window(fault)
+    if own is None:
+        return []
+    return [f for f in faults if f is not fault and (w := _window(f)) is not None
+            and w[0] < own[1] and own[0] < w[1]]
+
+
+def allowed_together_s(fault: dict[str, Any], faults: list[dict[str, Any]],
+                       params: dict[str, Any]) -> float:
+    """``allowed_s`` of ``fault`` plus that of each fault in effect with it."""
+    return round(allowed_s(fault, params)
+                 + sum(allowed_s(f, params) for f in overlapping(fault, faults)), 3)
 
 
 def describe(fault: dict[str, Any]) -> str:
@@ -178,7 +198,8 @@ def measure(run_dir: str | Path, faults: list[dict[str, Any]] | None,
         if w is None:
             continue
         f_gap, f_since = _longest(points, w[0], w[1], clip=False)
-        bound = float(override) if override is not None else allowed_s(f, params)
+        bound = (float(override) if override is not None
+                 else allowed_together_s(f, faults or [], params))
         over = f_gap > bound
         judged.append({"fault": f.get("index"), "failure": f.get("failure"),
                        "unavailable_s": round(f_gap, 3),
