@@ -122,6 +122,9 @@ class Nemesis(Elections):
         self.current_fault: str | None = None  # struck, not recovered yet
         # nodes struck and not yet recovered: a composition's second part strikes another
         self.struck_nodes: set[int] = set()
+        # of those, the ones not restored yet: a part's recovery (every replica in sync)
+        # waits for the other part's restore first
+        self.unrestored: set[int] = set()
         # a fault's index -> what must be true before its restore (a composition's first
         # part holds until its second struck)
         self.hold_until: dict[int, Callable[[], bool]] = {}
@@ -174,6 +177,7 @@ class Nemesis(Elections):
                                      if getattr(self.cluster, "finds_controller", True) else None)
             rec.node = self._choose_victim(spec, state)
             self.struck_nodes.add(rec.node)
+            self.unrestored.add(rec.node)
             rec.partitions_before = read_partitions(self.cluster, self.partitions)
             rec.led_before = led_by(rec.partitions_before, rec.node)
             struck = True
@@ -198,6 +202,7 @@ class Nemesis(Elections):
             if watch is not None:
                 watch.finish(rec)
             self.struck_nodes.discard(rec.node)
+            self.unrestored.discard(rec.node)
         return rec
 
     def _lag_bound(self) -> int | None:
@@ -360,6 +365,10 @@ class Nemesis(Elections):
                               time_ns=rec.restore_ns,
                               detail=f"fault #{spec.index}: restore node {rec.node}")
             healed = failure.restore(self.cluster, rec.node, self.recovery_timeout)
+            self.unrestored.discard(rec.node)
+            wait_until(lambda: not self.unrestored, self.recovery_timeout,
+                       "the restore of every node another fault holds",
+                       lambda: f"nodes {sorted(self.unrestored)} not restored yet")
             self.cluster.wait_healthy(self.topics, timeout=self.recovery_timeout)
             rec.recovered_ns = now_ns()
             self.writer.event("recovered", node=str(rec.node), role=spec.target,
