@@ -1,7 +1,8 @@
 """A composed fault: two faults overlapping in time. The first part runs as any fault; the
 second, in a thread of its own, strikes its own victim (a node the first does not hold)
-``after_s`` into the first's strike, and the first holds until the second has struck, so
-the two strike-to-restore windows overlap. The overlap is measured from the records
+``after_s`` into the first's strike, and the first holds until the second has been in
+effect for ``MIN_OVERLAP_S`` (or has finished), so the two strike-to-restore windows
+overlap by at least that much. The overlap is measured from the records
 (``overlap_s`` on both) and a composition whose parts did not overlap is a harness error
 on the second's record: the case would have tested two faults in sequence."""
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 # machine): beyond these the composition did not act
 HOLD_BOUND_S = 60.0
 FIRST_STRIKE_S = 60.0
+MIN_OVERLAP_S = 1.0  # the least time both parts are in effect together
 JOIN_S = 600.0  # the second part's whole run (its restore and recovery are bounded too)
 
 
@@ -53,6 +55,20 @@ def _second(nem: Nemesis, first: FaultSpec, second: FaultSpec, out: list[FaultRe
     out.append(nem.run_fault(second))
 
 
+def second_held(nem: Nemesis, second: FaultSpec, out: list[FaultRecord]) -> bool:
+    """Whether the first part may be restored: the second has been in effect for
+    ``MIN_OVERLAP_S``, failed, or finished."""
+    if out:
+        return True
+    rec = _record(nem, second.index)
+    if rec is None:
+        return False
+    if rec.error is not None:
+        return True
+    return rec.struck_ns is not None and rec.strike_ns is not None and \
+        time.monotonic_ns() - rec.strike_ns >= MIN_OVERLAP_S * 1e9
+
+
 def measure_overlap(a: FaultRecord, b: FaultRecord) -> float | None:
     """Seconds both were in effect (from the later strike to the earlier restore); None
     when either never struck or never restored."""
@@ -65,9 +81,7 @@ def run_overlapping(nem: Nemesis, first: FaultSpec, second: FaultSpec
                     ) -> list[FaultRecord]:
     """Run a composition's two parts overlapping; their records, in plan order."""
     out: list[FaultRecord] = []
-    nem.hold_until[first.index] = lambda: bool(out) or (
-        (rec := _record(nem, second.index)) is not None
-        and (rec.struck_ns is not None or rec.error is not None))
+    nem.hold_until[first.index] = lambda: second_held(nem, second, out)
     thread = threading.Thread(target=_second, args=(nem, first, second, out), daemon=True,
                               name=f"kreplica-fault-{second.index}")
     thread.start()

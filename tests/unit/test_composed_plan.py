@@ -13,7 +13,7 @@ import time
 import pytest
 
 from pytest_kreplica.errors import InputError, MatrixError
-from pytest_kreplica.faults.overlap import measure_overlap, run_overlapping
+from pytest_kreplica.faults.overlap import MIN_OVERLAP_S, measure_overlap, run_overlapping
 from pytest_kreplica.faults.plan import OVERLAP_AT, FaultPlan, FaultRecord
 from pytest_kreplica.faults.registry import facilities_needed
 from pytest_kreplica.matrix import DIMENSIONS, load_matrix
@@ -140,7 +140,9 @@ def test_the_first_part_holds_until_the_second_struck_and_the_overlap_is_measure
     a, b = run_overlapping(nem, first, second)
     assert a.error is None and b.error is None
     assert b.strike_ns < a.restore_ns, "the first part was restored before the second struck"
-    assert a.overlap_s == b.overlap_s == measure_overlap(a, b) > 0
+    assert a.overlap_s == b.overlap_s == measure_overlap(a, b)
+    # the second's own downtime is shorter than the least overlap: it ends first
+    assert b.overlap_s >= min(MIN_OVERLAP_S, second.downtime_s) and b.restore_ns < a.restore_ns
     assert (a.overlaps, b.overlaps) == (2, 1)
 
 
