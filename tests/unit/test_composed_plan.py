@@ -63,6 +63,20 @@ def test_a_bad_composition_is_one_line_naming_file_key_and_allowed(tmp_path, fai
     assert key in message and says in message and "allowed" in message, message
 
 
+def test_a_bad_composition_stops_pytest_with_one_line(pytester):
+    matrices = pytester.path / "matrices"
+    matrices.mkdir()
+    path = matrix(matrices, "hard+nosuch")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest("-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (error,) = [line for line in result.errlines if line.strip()]
+    assert error.startswith(f"ERROR: {path}: dimensions.failure: bad value 'hard+nosuch'; "
+                            "allowed: none | clean | hard"), error
+    assert "part 'nosuch' is not a failure type that composes" in error
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
 def test_two_outages_compose_on_a_cluster_that_keeps_its_quorum(tmp_path):
     (case,) = load_matrix(matrix(tmp_path, "hard+soft", brokers=5)).cases
     assert case.failure == "hard+soft"
