@@ -23,11 +23,16 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from .errors import HistoryError
+from .history_parts import PartsTable, Roll
 from .rundir import EVENTS, POLLS, RUN_JSON, SENDS, TXNS
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
 
 __all__ = [
     "EVENTS",
@@ -35,6 +40,7 @@ __all__ = [
     "POLLS",
     "RUN_JSON",
     "SEMANTICS",
+    "Roll",
     "SENDS",
     "STATUSES",
     "TXNS",
@@ -79,18 +85,36 @@ class _Table:
                 self._file = None
 
 
+class _Appender(Protocol):
+    def append(self, row: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class RunWriter:
     """Appends rows to ``sends.jsonl``, ``polls.jsonl`` and ``events.jsonl`` of ``run_dir``.
 
     All three files exist as soon as the writer is created (an empty table is a valid
     table; a missing one is an unreadable run). Safe to call from several threads.
+    With ``roll`` (and ``schemas``: the contract's Arrow schema of sends and polls), the two
+    big tables are written as ``sends.parquet`` / ``polls.parquet`` folders of parts instead
+    (``history_parts``), in bounded memory; events and txns stay JSON Lines.
     """
 
-    def __init__(self, run_dir: str | os.PathLike[str]):
+    def __init__(self, run_dir: str | os.PathLike[str], roll: Roll | None = None,
+                 schemas: Mapping[str, pa.Schema] | None = None):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._sends = _Table(self.run_dir / f"{SENDS}.jsonl")
-        self._polls = _Table(self.run_dir / f"{POLLS}.jsonl")
+        self._sends: _Appender
+        self._polls: _Appender
+        if roll is None:
+            self._sends = _Table(self.run_dir / f"{SENDS}.jsonl")
+            self._polls = _Table(self.run_dir / f"{POLLS}.jsonl")
+        else:
+            if schemas is None or SENDS not in schemas or POLLS not in schemas:
+                raise ValueError("a rolled history needs the schemas of sends and polls")
+            self._sends = PartsTable(self.run_dir / f"{SENDS}.parquet", schemas[SENDS], roll)
+            self._polls = PartsTable(self.run_dir / f"{POLLS}.parquet", schemas[POLLS], roll)
         self._events = _Table(self.run_dir / f"{EVENTS}.jsonl")
         self._txns: _Table | None = None  # created by the first transaction (version 2)
         self._txns_lock = threading.Lock()

@@ -10,4 +10,4 @@ REPLICAS_JSON = "replicas.json"  # the replica-log snapshot's layout (validation
 VERDICT_JSON = "verdict.json"  # the case's outcome: checker verdict, checks, trade-off
 REPORT_HTML = "report.html"
 HISTORY_FILES = (RUN_JSON, VERDICT_JSON, f"{SENDS}.jsonl", f"{POLLS}.jsonl", f"{EVENTS}.jsonl",
-                 REPLICAS_JSON)
+                 f"{SENDS}.parquet", f"{POLLS}.parquet", REPLICAS_JSON)

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 from ..cluster.base import TopicSpec
 from ..cluster.facilities.impl.tiered import topic_config as tiered_topic_config
 from ..errors import HarnessError
-from ..history import RunWriter, write_run_json
+from ..history import POLLS, SENDS, Roll, RunWriter, write_run_json
 from ..validation.checker import check
+from ..validation.checker.arrow import arrow_schema
 from ..validation.outcome import judge_case
 from ..workloads.choice import client_meta, workload_of
 from ..workloads.plain import ProduceStats
@@ -251,7 +252,7 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         meta["history_version"] = workload.history_version
     meta.update(workload.run_meta(topics))  # what the workload tells the checker
     write_run_json(run_dir, meta)
-    with RunWriter(run_dir) as writer:
+    with history_writer(case, run_dir) as writer:
         ctx = CaseContext(case, cluster, writer, topics, random.Random(case.seed),
                           threading.Event(), run_dir, meta=meta)
         harness: list[str] = []
@@ -295,6 +296,14 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
     if flow.mirrored:
         _drop_topics(flow.reader(), flow.read_topics(topics))
     return result
+
+
+def history_writer(case: Case, run_dir: Path) -> RunWriter:
+    """A duration-bounded case (a soak) rolls its sends and polls into Parquet parts, in
+    bounded memory (docs/history.md); any other case writes JSON Lines."""
+    if case.duration is None:
+        return RunWriter(run_dir)
+    return RunWriter(run_dir, roll=Roll(), schemas={n: arrow_schema(n) for n in (SENDS, POLLS)})
 
 
 def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: Phases,

@@ -16,9 +16,16 @@ class History:
     """Writes a run directory through the real RunWriter with a fake, strictly increasing
     clock, so a test reads like the story it plants."""
 
-    def __init__(self, run_dir: Path, topic: str = "t", partition: int = 0):
+    def __init__(self, run_dir: Path, topic: str = "t", partition: int = 0, roll=None):
         self.run_dir = run_dir
-        self.writer = RunWriter(run_dir)
+        if roll is None:
+            self.writer = RunWriter(run_dir)
+        else:  # sends and polls rolled into Parquet parts (docs/history.md)
+            from pytest_kreplica.history import POLLS, SENDS
+            from pytest_kreplica.validation.checker.arrow import arrow_schema
+
+            self.writer = RunWriter(run_dir, roll=roll,
+                                    schemas={n: arrow_schema(n) for n in (SENDS, POLLS)})
         self.clock = itertools.count(1000, 10)
         self.polls_made: dict[int, int] = {}
         self.topic, self.partition = topic, partition
