@@ -113,6 +113,18 @@ def parse_checker(out: str) -> list[Row]:
                 ratio(float(spark[2]), float(python[2])))]
 
 
+def parse_rolled_check(out: str) -> list[Row]:
+    m = find(r"^rolled (\d+): check ([\d.]+) s \((\d+) MiB\), read ([\d.]+) s \((\d+) MiB\), "
+             r"count ([\d.]+) s, ratio [\d.]+, (\d+) parts", out)
+    n = f"{int(m[1]):,}"
+    return [Row(f"one-off `kreplica check` of {n} sends + {n} polls rolled into {m[7]} Parquet "
+                "parts, with planted anomalies (fresh process, JVM start included)",
+                f"{float(m[2]):.1f} s, {m[3]} MiB peak",
+                f"{float(m[4]):.1f} s, {m[5]} MiB peak: a plain Spark read of the same parts "
+                f"(every column's values counted; a bare count {float(m[6]):.1f} s)",
+                ratio(float(m[2]), float(m[4])))]
+
+
 def parse_spark_connect(out: str) -> list[Row]:
     def med(shown: str) -> float:
         line = r"^kreplica check " + re.escape(shown) + r"\s+median\s+([\d.]+) s"
@@ -171,6 +183,8 @@ FIGURES = (
                              "--no-workers", "--warmup", "2"), parse_spark_connect, 600),
     Figure("checker", ("benchmarks/bench_checker.py", "--sizes", "1000000", "--repeat", "1",
                        "--formats", "parquet"), parse_checker, 900),
+    Figure("rolled-check", ("benchmarks/bench_rolled_check.py", "--sizes", "1000000",
+                            "--repeat", "1"), parse_rolled_check, 900),
     Figure("verify-logs", ("benchmarks/bench_verify_logs.py", "--sets", "mixed", "--gib",
                            "0.25", "--runs", "1"), parse_verify_logs, 900),
     Figure("flakes", ("benchmarks/bench_flakes.py", "--repeat", "5"), parse_flakes,
