@@ -32,6 +32,7 @@ Say = Callable[["CaseContext", str], None]
 SOAK_MARKER = "soak"
 ASYNC_FAULT_RATE = 1000.0  # sends/s of an async producer while faults run: keeps soaks small
 PROGRESS_EVERY_S = 10.0
+SOAK_PROGRESS_EVERY_S = 60.0  # a duration-bounded case runs for hours: one line a minute
 # how long a produce-phase nemesis waits for the workload's first send (a client JVM starting
 # on a loaded machine) before its plan's first quiet time starts; then it strikes anyway
 FIRST_SEND_WAIT_S = 30.0
@@ -155,7 +156,8 @@ def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
                       roles=coordinator_resolvers(ctx.cluster, keys) if keys else None,
                       **timeouts)
         ctx.extra["fault_plan"] = plan.to_dict()
-        ticker = _Ticker(ctx, nem, say)
+        ticker = _Ticker(ctx, nem, say, SOAK_PROGRESS_EVERY_S if case.duration is not None
+                         else PROGRESS_EVERY_S)
         try:
             if case.fault_timing != "consume":
                 _await_first_send(ctx, say)
@@ -180,16 +182,16 @@ def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
 
 
 class _Ticker:
-    """Every ``PROGRESS_EVERY_S``: sent / acked / consumed and the next fault."""
+    """Every ``every_s``: sent / acked / consumed, the faults struck and the next one."""
 
-    def __init__(self, ctx: CaseContext, nem: Nemesis, say: Say):
-        self._stop = threading.Event()
+    def __init__(self, ctx: CaseContext, nem: Nemesis, say: Say, every_s: float):
+        self._stop, self._every_s = threading.Event(), every_s
         self._thread = threading.Thread(target=self._loop, args=(ctx, nem, say), daemon=True,
                                         name="kreplica-progress")
         self._thread.start()
 
     def _loop(self, ctx: CaseContext, nem: Nemesis, say: Say) -> None:
-        while not self._stop.wait(PROGRESS_EVERY_S):
+        while not self._stop.wait(self._every_s):
             stats, consumer = ctx.stats, ctx.consumer
             sent, acked = (stats.sent, stats.ok) if stats is not None else ("?", "?")
             consumed = consumer.polled if consumer is not None else "?"
