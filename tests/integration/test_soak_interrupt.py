@@ -1,7 +1,8 @@
 """A soak cut short still gets its verdict: a duration-bounded case (300 s of leader kills)
 run by pytest in a project of its own gets SIGINT once its first fault has struck; it ends
 its workload and faults, drains, checks and reports what it wrote, says so in verdict.json,
-and pytest ends as interrupted (exit status 2) long before the duration."""
+and pytest ends as interrupted (exit status 2) long before the duration. Its sends and
+polls are rolled into Parquet parts, as every duration-bounded case's are."""
 
 from __future__ import annotations
 
@@ -76,3 +77,8 @@ def test_a_soak_cut_short_by_sigint_is_checked_and_reported(tmp_path):
     assert 0 < verdict["interrupted"]["after_s"] < DURATION_S
     assert verdict["counts"]["acked"] >= 200  # what it wrote was checked
     assert verdict["faults"] and (run_dir / "report.html").is_file()
+    # a soak's sends and polls are rolled into Parquet parts (docs/history.md), all complete
+    for name in ("sends", "polls"):
+        assert not (run_dir / f"{name}.jsonl").exists()
+        parts = sorted(p.name for p in (run_dir / f"{name}.parquet").iterdir())
+        assert parts and all(p.startswith("part-") and p.endswith(".parquet") for p in parts)
