@@ -304,7 +304,7 @@ def test_the_checker_sees_cycles_private_names_and_long_functions():
 
 
 # ------------------------------------------------------------------------------ (d)
-FOUNDATION = ("errors", "history", "waits", "once", "yaml_strict")
+FOUNDATION = ("errors", "history", "history_parts", "waits", "once", "yaml_strict")
 #: package (or foundation module) -> packages it must never import, even inside a function
 FORBIDDEN = {
     **{f: ("cluster", "matrix", "faults", "workloads", "scenarios", "validation", "report",
