@@ -57,12 +57,14 @@ def test_tiered_log_model_ci(kreplica_log_tiered_cluster, kreplica_log_dir, krep
                TieredLogMachine)
     wanted = int(os.environ.get(ENV_EXAMPLES) or PROFILES["tiered-ci"]["max_examples"])
     assert run.examples >= wanted
-    # the tiering rules ran (local retention is also generated per topic, so its run-time
-    # rule is not required of six examples; the soak test wants every rule)
-    assert {"tier_segments", "read_across_tiers"} <= set(run.rules), f"rules run: {run.rules}"
+    # the tiering rules are drawn: at least one of them ran. Which ones six examples reach is
+    # Hypothesis' choice (a rule with a precondition may stay unused), so asking for a given
+    # one would be a flaky check; the soak test wants every rule
+    assert set(TIERED_WEIGHTS) & set(run.rules), f"rules run: {run.rules}"
+    # every example tiered its first batch (create_topic waits for the upload)
+    assert run.observed.get("tiered waits met", 0) >= run.examples, run.observed
     # the broker did tier: uploads reached the store, local segments were deleted after
     # them, and reads below the local log start were served by the remote tier
-    assert run.observed.get("tiered waits met", 0) > 0, run.observed
     assert run.observed.get("remote segments seen", 0) > 0, run.observed
     assert run.observed.get("local deletions seen", 0) > 0, run.observed
     assert run.observed.get("remote reads", 0) > 0, run.observed
