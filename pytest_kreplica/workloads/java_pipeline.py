@@ -39,7 +39,6 @@ from ..cluster import reaper
 from ..errors import ClusterError
 from ..history import RunWriter
 from ..matrix import Case
-from ..waits import wait_until
 from . import java_client, java_txn
 from .java_build import program_command
 from .java_txn import TxnLines, producer_properties
@@ -56,8 +55,11 @@ from .txn_pipeline import (
     INCARNATION_STEP,
     PIPELINE_PROCESS,
     RC,
+    await_copies,
     coordinator_keys,
+    owed_inputs,
     pipeline_id,
+    pipeline_topics,
     run_meta,
 )
 
@@ -123,10 +125,7 @@ class CopierLines(TxnLines):
 
     def owed(self) -> set[str]:
         """Committed input records without a committed copy yet."""
-        with self.stats.lock:
-            acked = set(self.stats.acked_ids)
-        with self.lock:
-            return acked - self.copies - self.copied - self.maybe
+        return owed_inputs(self.stats, self.lock, self.copies, self.copied, self.maybe)
 
 
 class Copier:
@@ -155,18 +154,8 @@ class Copier:
         return self
 
     def catch_up(self, timeout: float) -> None:
-        """Wait until every committed input record has a committed copy; a time-out is an
-        event (the checker judges what is missing), not an error."""
-        lines = self.lines
-        try:
-            wait_until(lambda: not lines.owed() or not self.client.alive(), timeout,
-                       "the pipeline to copy every committed input record",
-                       lambda: f"{len(lines.owed())} committed input records not copied")
-            detail = (f"every committed input record copied, {len(lines.copied)} in all"
-                      if not lines.owed() else "the pipeline process ended")
-        except ClusterError as exc:
-            detail = str(exc)
-        self.writer.event("pipeline-caught-up", process=PIPELINE_PROCESS, detail=detail)
+        await_copies(self.writer, self.lines.owed, self.client.alive,
+                     lambda: len(self.lines.copied), timeout, "the pipeline process ended")
 
     def stop(self) -> str | None:
         """SIGTERM (then SIGKILL), the open transaction settled; what went wrong when the
@@ -186,10 +175,8 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
             max_rate: float | None = None) -> ProduceStats:
     """The Java ``txn`` producers into ``topics[:-1]`` while the copier copies into the
     last; the plain signature."""
-    if len(topics) < 2:
-        raise ValueError(f"workload txn_pipeline needs topics >= 2, got {len(topics)}")
+    inputs, output = pipeline_topics(topics)
     stats = stats or ProduceStats()
-    inputs, output = list(topics[:-1]), topics[-1]
     copier = Copier(case, inputs, output, bootstrap, writer, stats).start()
     try:
         java_txn.produce(case, inputs, bootstrap, writer, stats, stop, process, keep_going,

@@ -54,7 +54,8 @@ POLL_TIMEOUT_S = 20.0
 IDLE_S = 15.0  # nothing read while input is owed: the consumer is rebuilt
 RC = "read_committed"
 __all__ = ["Consumer", "HISTORY_VERSION", "Pipeline", "WORKLOAD", "coordinator_keys",
-           "pipeline_id", "produce", "run_meta"]
+           "await_copies", "owed_inputs", "pipeline_id", "pipeline_topics", "produce",
+           "run_meta"]
 
 
 def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter,
@@ -63,10 +64,8 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
             keep_going: Callable[[], bool] | None = None,
             max_rate: float | None = None) -> ProduceStats:
     """The ``txn`` producers into ``topics[:-1]`` while the pipeline copies into the last."""
-    if len(topics) < 2:
-        raise ValueError(f"workload txn_pipeline needs topics >= 2, got {len(topics)}")
+    inputs, output = pipeline_topics(topics)
     stats = stats or ProduceStats()
-    inputs, output = list(topics[:-1]), topics[-1]
     pipeline = Pipeline(case, inputs, output, bootstrap, writer, stats).start()
     try:
         txn.produce(case, inputs, bootstrap, writer, stats, stop, process, keep_going,
@@ -75,6 +74,39 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     finally:
         pipeline.stop()
     return stats
+
+
+
+def pipeline_topics(topics: Sequence[str]) -> tuple[list[str], str]:
+    """The pipeline's inputs (every topic but the last) and its output (the last)."""
+    if len(topics) < 2:
+        raise ValueError(f"workload txn_pipeline needs topics >= 2, got {len(topics)}")
+    return list(topics[:-1]), topics[-1]
+
+
+def owed_inputs(stats: ProduceStats, lock: threading.Lock, *settled: set[str]) -> set[str]:
+    """The committed input records in none of ``settled`` (copies acknowledged, sources
+    copied, sources whose copy may have committed): those the pipeline still owes."""
+    with stats.lock:
+        acked = set(stats.acked_ids)
+    with lock:
+        return acked.difference(*settled)
+
+
+def await_copies(writer: RunWriter, owed: Callable[[], set[str]], alive: Callable[[], bool],
+                 copied: Callable[[], int], timeout: float, ended: str) -> None:
+    """Wait until every committed input record has a committed copy (or the copier ended,
+    ``ended`` says how); a time-out is an event (the checker judges what is missing), not
+    an error."""
+    try:
+        wait_until(lambda: not owed() or not alive(), timeout,
+                   "the pipeline to copy every committed input record",
+                   lambda: f"{len(owed())} committed input records not copied")
+        detail = (f"every committed input record copied, {copied()} in all"
+                  if not owed() else ended)
+    except ClusterError as exc:
+        detail = str(exc)
+    writer.event("pipeline-caught-up", process=PIPELINE_PROCESS, detail=detail)
 
 
 class Pipeline:
@@ -107,23 +139,11 @@ class Pipeline:
 
     def owed(self) -> set[str]:
         """Committed input records without a committed copy yet."""
-        with self.stats.lock:
-            acked = set(self.stats.acked_ids)
-        with self.lock:
-            return acked - self.copies - self.copied - self.maybe
+        return owed_inputs(self.stats, self.lock, self.copies, self.copied, self.maybe)
 
     def catch_up(self, timeout: float) -> None:
-        """Wait until every committed input record has a committed copy; a time-out is an
-        event (the checker judges what is missing), not an error."""
-        try:
-            wait_until(lambda: not self.owed() or not self._thread.is_alive(), timeout,
-                       "the pipeline to copy every committed input record",
-                       lambda: f"{len(self.owed())} committed input records not copied")
-            detail = (f"every committed input record copied, {len(self.copied)} in all"
-                      if not self.owed() else "the pipeline thread ended")
-        except ClusterError as exc:
-            detail = str(exc)
-        self.writer.event("pipeline-caught-up", process=PIPELINE_PROCESS, detail=detail)
+        await_copies(self.writer, self.owed, self._thread.is_alive, lambda: len(self.copied),
+                     timeout, "the pipeline thread ended")
 
     def _clients(self) -> tuple[Any, Any]:
         """A fresh producer first (fencing the old one and settling its open transaction),
