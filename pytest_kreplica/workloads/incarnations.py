@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from ..cluster.base import NodeState
 from ..errors import ClusterError
@@ -30,9 +31,10 @@ from ..faults import Component
 from ..waits import wait_for
 from .lines import ClientProcess, supervise
 from .procstate import await_state, node_state
+from .reader import DrainingReader
 
-__all__ = ["INCARNATION_STEP", "RESTART_WAIT_S", "Restartable", "incarnation_id",
-           "incarnation_process", "run_producer"]
+__all__ = ["INCARNATION_STEP", "RESTART_WAIT_S", "Restartable", "RestartableReader",
+           "incarnation_id", "incarnation_process", "run_producer"]
 
 INCARNATION_STEP = 100  # history process numbers of one client: 0, 100, 200, ...
 STOP_TIMEOUT_S = 15.0
@@ -227,3 +229,34 @@ def run_producer(handle: Restartable, sent: Callable[[], int], messages: int,
     finally:
         handle.close(close_s)
 
+
+class RestartableReader(DrainingReader):
+    """A reader whose client runs in a process of its own, a new one (a new incarnation)
+    each time the nemesis restores a struck one (target ``consumer``): a subclass says how
+    an incarnation starts (``spawn_incarnation``); this class starts, judges and stops them
+    through one ``Restartable``."""
+
+    def __init__(self, writer: Any, process: int, label: str, client: str):
+        super().__init__(writer, process)
+        self.client_name = client  # the stop event's detail: "<client> stopped"
+        self.handle = Restartable("consumer", label, self.spawn_incarnation)
+
+    def spawn_incarnation(self, incarnation: int) -> ClientProcess:
+        raise NotImplementedError
+
+    def components(self) -> dict[str, Component]:
+        return {self.handle.role: self.handle.component()}
+
+    def start(self) -> RestartableReader:
+        self.handle.start()
+        return self
+
+    def alive(self) -> bool:
+        return self.handle.alive() or self.handle.down()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        running = self.handle.alive()
+        self.handle.close(min(timeout, 15.0))  # no incarnation after this one
+        if running:
+            self.writer.event("stop", process=incarnation_process(
+                self.process, self.handle.incarnation), detail=f"{self.client_name} stopped")

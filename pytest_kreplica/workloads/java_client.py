@@ -36,10 +36,15 @@ from typing import Any
 
 from ..cluster.kafka import distribution
 from ..errors import ClusterError
-from ..faults import Component
 from ..history import RunWriter, now_ns
 from ..matrix import Case
-from .incarnations import Restartable, incarnation_id, incarnation_process, run_producer
+from .incarnations import (
+    Restartable,
+    RestartableReader,
+    incarnation_id,
+    incarnation_process,
+    run_producer,
+)
 from .lines import client_log_dir
 from .plain import (
     CONSUMER_PROCESS,
@@ -50,7 +55,6 @@ from .plain import (
     producer_retries,
 )
 from .protocol import Workload
-from .reader import DrainingReader
 from .sends import ProduceStats
 from .verifiable import (
     CONSUMER_CLASS,
@@ -219,7 +223,7 @@ def producer_handle() -> Restartable:
     return Restartable("producer", "Java producer (VerifiableProducer)")
 
 
-class Consumer(DrainingReader):
+class Consumer(RestartableReader):
     """VerifiableConsumer JVMs, each in a fresh group subscribed to the case's one topic:
     one, and a new one (a new incarnation reading from the beginning) each time the
     nemesis restores a struck one (target ``consumer``)."""
@@ -228,16 +232,12 @@ class Consumer(DrainingReader):
                  bootstrap: Callable[[], str], writer: RunWriter,
                  process: int = CONSUMER_PROCESS, isolation_level: str = "read_uncommitted",
                  version: str | None = None):
-        super().__init__(writer, process)
+        super().__init__(writer, process, "Java consumer (VerifiableConsumer)",
+                         "VerifiableConsumer")
         self.topic, self.bootstrap, self.isolation_level = topics[0], bootstrap, isolation_level
         self.version = version  # the tools' Kafka version (None: the default)
-        self.handle = Restartable("consumer", "Java consumer (VerifiableConsumer)",
-                                  self._spawn)
 
-    def components(self) -> dict[str, Component]:
-        return {self.handle.role: self.handle.component()}
-
-    def _spawn(self, incarnation: int) -> JavaClient:
+    def spawn_incarnation(self, incarnation: int) -> JavaClient:
         number = incarnation_process(self.process, incarnation)
         lines = ConsumerLines(self.writer, number)
 
@@ -260,20 +260,6 @@ class Consumer(DrainingReader):
                           detail=f"VerifiableConsumer {client.dist.version}"
                                  + (f", incarnation {incarnation}" if incarnation else ""))
         return client
-
-    def start(self) -> Consumer:
-        self.handle.start()
-        return self
-
-    def alive(self) -> bool:
-        return self.handle.alive() or self.handle.down()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        running = self.handle.alive()
-        self.handle.close(min(timeout, 15.0))  # no incarnation after this one
-        if running:
-            self.writer.event("stop", process=incarnation_process(
-                self.process, self.handle.incarnation), detail="VerifiableConsumer stopped")
 
 
 WORKLOAD = Workload(client=CLIENT, client_version=client_version, produce=produce,

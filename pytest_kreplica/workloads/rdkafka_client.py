@@ -19,11 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ClusterError
-from ..faults import Component
 from ..history import RunWriter, now_ns
 from ..matrix import Case
 from ..waits import last_error_line
-from .incarnations import Restartable, incarnation_id, incarnation_process, run_producer
+from .incarnations import (
+    Restartable,
+    RestartableReader,
+    incarnation_id,
+    incarnation_process,
+    run_producer,
+)
 from .lines import ClientProcess, client_log_dir
 from .plain import (
     CONSUMER_PROCESS,
@@ -33,7 +38,6 @@ from .plain import (
     producer_retries,
 )
 from .protocol import Workload
-from .reader import DrainingReader
 from .sends import ProduceStats
 
 __all__ = ["CLIENT", "Consumer", "WORKLOAD", "client_version", "consumer_config", "produce",
@@ -168,7 +172,7 @@ def producer_handle() -> Restartable:
     return Restartable("producer", "librdkafka producer")
 
 
-class Consumer(DrainingReader):
+class Consumer(RestartableReader):
     """A librdkafka consumer child reading every partition from the beginning; a new one
     (a new incarnation) each time the nemesis restores a struck one (target
     ``consumer``)."""
@@ -176,13 +180,9 @@ class Consumer(DrainingReader):
     def __init__(self, topics: Sequence[str], partitions: int,
                  bootstrap: Callable[[], str], writer: RunWriter,
                  process: int = CONSUMER_PROCESS, isolation_level: str = "read_uncommitted"):
-        super().__init__(writer, process)
+        super().__init__(writer, process, "librdkafka consumer", "librdkafka consumer")
         self.topics, self.partitions, self.bootstrap = list(topics), partitions, bootstrap
         self.isolation_level = isolation_level
-        self.handle = Restartable("consumer", "librdkafka consumer", self._spawn)
-
-    def components(self) -> dict[str, Component]:
-        return {self.handle.role: self.handle.component()}
 
     def _on_line(self, line: dict[str, Any]) -> None:
         kind, args, kwargs = line.get("k"), line.get("a") or [], line.get("kw") or {}
@@ -194,7 +194,7 @@ class Consumer(DrainingReader):
         elif kind == "event":
             self.writer.event(*args, **kwargs)
 
-    def _spawn(self, incarnation: int) -> ClientProcess:
+    def spawn_incarnation(self, incarnation: int) -> ClientProcess:
         number = incarnation_process(self.process, incarnation)
         cmd = [sys.executable, "-m", CHILD, "consume",
                "--config", json.dumps(consumer_config(self.bootstrap(), self.isolation_level)),
@@ -206,20 +206,6 @@ class Consumer(DrainingReader):
         self.writer.event("start", process=number, detail="librdkafka consumer"
                           + (f", incarnation {incarnation}" if incarnation else ""))
         return child
-
-    def start(self) -> Consumer:
-        self.handle.start()
-        return self
-
-    def alive(self) -> bool:
-        return self.handle.alive() or self.handle.down()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        running = self.handle.alive()
-        self.handle.close(min(timeout, 15.0))  # no incarnation after this one
-        if running:
-            self.writer.event("stop", process=incarnation_process(
-                self.process, self.handle.incarnation), detail="librdkafka consumer stopped")
 
 
 WORKLOAD = Workload(client=CLIENT, client_version=client_version, produce=produce,
