@@ -21,6 +21,7 @@ from pytest_kreplica.plugin.failures import add_nemesis
 from pytest_kreplica.waits import wait_until
 from pytest_kreplica.workloads.incarnations import Restartable
 from pytest_kreplica.workloads.lines import ClientProcess
+from tests.case_cluster import started_cluster
 from tests.killed import gone
 
 TICKER = "import time\nwhile True:\n    print('{\"tick\": 1}', flush=True)\n    time.sleep(0.05)"
@@ -72,17 +73,10 @@ CASE = {"dimensions": {"failure": ["hard"], "target": ["producer"], "acks": [-1]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from pytest_kreplica.cluster import create_cluster
-    from pytest_kreplica.cluster.pool import cluster_spec
-
     (case,) = parse_matrix(Path("client-targets.yaml"), {
         "dimensions": {**CASE["dimensions"], "client": ["java"]}}).cases
-    c = create_cluster(cluster_spec(case), tmp_path_factory.mktemp("client-targets"))
-    c.start(timeout=180)
-    try:
+    with started_cluster(case, tmp_path_factory.mktemp("client-targets")) as c:
         yield c
-    finally:
-        c.close()
 
 
 @pytest.mark.parametrize(("client", "target", "failure"), [

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import psutil
 import pytest
@@ -19,6 +18,7 @@ from pytest_kreplica.cluster.base import ClusterSpec, TopicSpec
 from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.faults import FaultPlan, Nemesis
 from pytest_kreplica.history import RunWriter
+from tests.sampling import BackgroundSampler
 
 TOPIC = "composed"
 SEED = 3  # draws a follower for the slow link (never the active controller: links.py)
@@ -37,37 +37,28 @@ def cluster(tmp_path_factory):
         "broker JVMs outlived the cluster"
 
 
-class Sampler:
+class Sampler(BackgroundSampler):
     """Every 50 ms: which node JVMs run, and which replication routes carry toxics."""
 
+    join_s = 10.0
+
     def __init__(self, cluster):
-        self.cluster, self.samples = cluster, []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        super().__init__(cluster)
+        self.samples = []
+        self._proxy = cluster.facility("link_proxy")
 
-    def _loop(self):
-        proxy = self.cluster.facility("link_proxy")
-        while not self._stop.is_set():
-            running = {n.node_id for n in self.cluster.nodes
-                       if n.pid and psutil.pid_exists(n.pid)
-                       and psutil.Process(n.pid).status() != psutil.STATUS_ZOMBIE}
-            slowed = set()
-            for n in self.cluster.nodes:
-                try:
-                    if proxy.toxics(f"n{n.node_id}-replication"):
-                        slowed.add(n.node_id)
-                except Exception:  # noqa: BLE001 - a sample missed, the next one counts
-                    pass
-            self.samples.append((running, slowed))
-            time.sleep(0.05)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(10)
+    def sample(self):
+        running = {n.node_id for n in self.cluster.nodes
+                   if n.pid and psutil.pid_exists(n.pid)
+                   and psutil.Process(n.pid).status() != psutil.STATUS_ZOMBIE}
+        slowed = set()
+        for n in self.cluster.nodes:
+            try:
+                if self._proxy.toxics(f"n{n.node_id}-replication"):
+                    slowed.add(n.node_id)
+            except Exception:  # noqa: BLE001 - a sample missed, the next one counts
+                pass
+        self.samples.append((running, slowed))
 
 
 def _produce(cluster, stop, acked):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kreplica.matrix import parse_matrix
+from tests.case_cluster import started_cluster
 
 DIMENSIONS = {"workload": ["txn_pipeline"], "client": ["java"], "topics": [2],
               "partitions": [3], "replication_factor": [3], "min_insync_replicas": [2],
@@ -32,15 +33,8 @@ def case():
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, case):
-    from pytest_kreplica.cluster import create_cluster
-    from pytest_kreplica.cluster.pool import cluster_spec
-
-    c = create_cluster(cluster_spec(case), tmp_path_factory.mktemp("java-pipeline"))
-    c.start(timeout=180)
-    try:
+    with started_cluster(case, tmp_path_factory.mktemp("java-pipeline")) as c:
         yield c
-    finally:
-        c.close()
 
 
 def test_a_java_pipeline_run_copies_every_committed_record_once(cluster, case, tmp_path):

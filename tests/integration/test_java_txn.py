@@ -12,6 +12,7 @@ import pytest
 
 from pytest_kreplica.errors import ClusterError
 from pytest_kreplica.matrix import parse_matrix
+from tests.case_cluster import started_cluster
 
 DIMENSIONS = {"workload": ["txn"], "client": ["java"], "topics": [2], "partitions": [3],
               "replication_factor": [3], "min_insync_replicas": [2], "acks": [-1],
@@ -30,15 +31,8 @@ def _case(failure: str):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from pytest_kreplica.cluster import create_cluster
-    from pytest_kreplica.cluster.pool import cluster_spec
-
-    c = create_cluster(cluster_spec(_case("none")), tmp_path_factory.mktemp("java-txn"))
-    c.start(timeout=180)
-    try:
+    with started_cluster(_case("none"), tmp_path_factory.mktemp("java-txn")) as c:
         yield c
-    finally:
-        c.close()
 
 
 # The leader SIGKILL only: the run without faults is the matrix's ci case

@@ -6,8 +6,6 @@ leadership to a replica that was in the ISR, within the bounded election time.""
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import psutil
 import pytest
@@ -16,6 +14,7 @@ from pytest_kreplica.cluster import ClusterSpec, NodeState, TopicSpec, create_cl
 from pytest_kreplica.faults import ELECTION_BOUND_S, FaultPlan, Nemesis, scenario_checks
 from pytest_kreplica.history import RunWriter
 from pytest_kreplica.waits import wait_for
+from tests.sampling import BackgroundSampler
 
 STRIKE_KIND = {"clean": "terminate", "hard": "kill", "soft": "pause"}
 RESTORE_KIND = {"clean": "start", "hard": "start", "soft": "resume"}
@@ -38,33 +37,21 @@ def cluster(tmp_path_factory):
             "broker JVMs outlived the cluster"
 
 
-class Watcher:
+class Watcher(BackgroundSampler):
     """Samples every node's process state while the nemesis runs: proof, independent of the
     nemesis' own bookkeeping, that the victim really stopped or paused."""
 
     def __init__(self, cluster):
-        self.cluster = cluster
+        super().__init__(cluster)
         self.seen: dict[int, set[str]] = {n.node_id: set() for n in cluster.nodes}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def _loop(self):
-        while not self._stop.is_set():
-            for node in self.cluster.nodes:
-                try:
-                    status = psutil.Process(node.pid).status() if node.pid else "gone"
-                except psutil.NoSuchProcess:
-                    status = "gone"
-                self.seen[node.node_id].add(status)
-            time.sleep(0.05)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(5)
+    def sample(self):
+        for node in self.cluster.nodes:
+            try:
+                status = psutil.Process(node.pid).status() if node.pid else "gone"
+            except psutil.NoSuchProcess:
+                status = "gone"
+            self.seen[node.node_id].add(status)
 
 
 def _run(cluster, run_dir, topic, failure, target, failures=1, seed=11):
