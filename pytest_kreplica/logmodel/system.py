@@ -38,26 +38,39 @@ class SystemFailure(AssertionError):
     """The system failed an operation the model expects to succeed (expected / seen)."""
 
 
-def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S) -> Any:
+def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S,
+             on_stale: Callable[[], None] | None = None) -> Any:
     """``call()``, retried (bounded) while Kafka answers with a retriable error, such as
-    OFFSET_NOT_AVAILABLE from a new leader whose high watermark has not caught up yet."""
-    from kafka.errors import KafkaError
+    OFFSET_NOT_AVAILABLE from a new leader whose high watermark has not caught up yet.
+
+    UnknownBrokerIdError is the client's own metadata lagging (the admin client's cached
+    controller is a node that was down at its last metadata refresh): ``on_stale`` drops the
+    client so that the next attempt asks afresh, and the call is retried like the others."""
+    from kafka.errors import KafkaError, UnknownBrokerIdError
 
     answer: list[Any] = []
+    ruled_out: list[str] = []  # ends the wait at once (wait_for retries through exceptions)
 
     def attempt() -> str | None:
         try:
             answer[:] = [call()]
+        except UnknownBrokerIdError as exc:
+            if on_stale is not None:
+                on_stale()
+            return f"{type(exc).__name__}: {exc} (the client's metadata)"
         except KafkaError as exc:
             if not (exc.retriable or exc.invalid_metadata):  # an answer the model rules out
-                raise SystemFailure(f"{what}: expected an answer, seen {type(exc).__name__}: "
-                                    f"{exc}") from None
+                ruled_out.append(f"{what}: expected an answer, seen {type(exc).__name__}: "
+                                 f"{exc}")
+                return None
             return f"{type(exc).__name__}: {exc}"
         return None
     try:
         wait_for(attempt, timeout, what, poll=0.1)
     except ClusterError as exc:
         raise SystemFailure(str(exc)) from None
+    if ruled_out:
+        raise SystemFailure(ruled_out[0])
     return answer[0]
 
 
@@ -83,6 +96,18 @@ class LogSystem:
                 request_timeout_ms=REQUEST_TIMEOUT_MS, reconnect_backoff_max_ms=500,
                 metadata_max_age_ms=1000)
         return self._admin
+
+    def _drop_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            with contextlib.suppress(Exception):
+                admin.close()
+
+    def _controller_call(self, call: Callable[[Any], Any], what: str) -> Any:
+        """An admin request the client sends to the controller it cached, retried through
+        the client's stale metadata after a restart (a harness hiccup, not an answer)."""
+        return retrying(lambda: call(self.admin()), what, timeout=self.retry_s,
+                        on_stale=self._drop_admin)
 
     def _producer(self, acks: str, compression: str) -> Any:
         key = (acks, compression)
@@ -255,14 +280,16 @@ class LogSystem:
         target = followers[follower % len(followers)]
         order = [target] + [r for r in replicas if r != target]
         tp = self._tp(topic)
-        admin = self.admin()
-        errors = admin.alter_partition_reassignments({tp: order})
+        errors = self._controller_call(lambda admin: admin.alter_partition_reassignments(
+            {tp: order}), f"reordering {topic} replicas to {order}")
         if errors.get(tp) is not None:
             raise SystemFailure(f"reordering {topic} replicas to {order}: expected accepted, "
                                f"seen {errors[tp].__name__}")
 
         def reordered() -> str | None:
-            pending = admin.list_partition_reassignments([tp])
+            pending = self._controller_call(
+                lambda admin: admin.list_partition_reassignments([tp]),
+                f"listing the reassignments of {topic}")
             _, now = self.replicas(topic)
             if pending or list(now) != order:
                 return f"replicas {list(now)}, pending reassignments {pending}"
@@ -270,12 +297,15 @@ class LogSystem:
         wait_for(reordered, timeout, f"{topic} replicas reordered to {order}")
 
         def elected() -> str | None:  # the controller refuses while the target is out of
-            from kafka.errors import PreferredLeaderNotAvailableError  # the ISR (load)
+            from kafka.errors import PreferredLeaderNotAvailableError, UnknownBrokerIdError
 
-            try:
-                admin.elect_leaders(0, {topic: [PARTITION]})
+            try:  # the ISR (load), or the client's cached controller is stale (a restart)
+                self.admin().elect_leaders(0, {topic: [PARTITION]})
             except PreferredLeaderNotAvailableError as exc:
                 return f"{type(exc).__name__}; ISR {list(self.cluster.isr(topic, PARTITION))}"
+            except UnknownBrokerIdError as exc:
+                self._drop_admin()
+                return f"{type(exc).__name__}: {exc} (the client's metadata)"
             return None
         wait_for(elected, timeout, f"a preferred election of {topic} onto node {target}")
         state = self.cluster.wait_for_leader(topic, PARTITION, not_in=set(replicas) - {target},
