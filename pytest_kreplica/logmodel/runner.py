@@ -40,7 +40,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     # example waits for uploads, so fewer fit the CI run's minute (the replica check takes
     # half of it), and no restart or leader move (seconds each): the soak has them
     "tiered-ci": {"max_examples": 6, "stateful_step_count": 8, "max_disruptions": 0},
-    "tiered-soak": {"max_examples": 175, "stateful_step_count": 40, "max_disruptions": 3},  # ~1 h
+    "tiered-soak": {"max_examples": 230, "stateful_step_count": 40, "max_disruptions": 3},  # ~1 h
     "tiered-teeth": {"max_examples": 15, "stateful_step_count": 8, "max_disruptions": 0},
 }
 TIERED_FACILITY = "tiered_storage"  # cluster.facilities: the remote tier on every node
