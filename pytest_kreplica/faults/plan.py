@@ -132,6 +132,10 @@ class FaultPlan:
     duration_s: float | None = None
     failure_choices: tuple[str, ...] = RANDOM_FAILURES
     target_choices: tuple[str, ...] = TARGETS
+    # components a ``random`` target may draw besides the roles (MirrorMaker 2 in a
+    # two-cluster case); a component's fault is always on its own: a composition drawn onto
+    # one strikes only its first part
+    component_choices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if is_composed(self.failure) and (problem := composition_problem(self.failure)):
@@ -143,6 +147,10 @@ class FaultPlan:
             if value not in (*allowed, RANDOM):
                 raise InputError(f"nemesis: {key} {value!r} is not allowed; allowed: "
                                  f"{', '.join((*allowed, RANDOM))}")
+        for component in self.component_choices:
+            if component not in COMPONENT_TARGETS:
+                raise InputError(f"nemesis: component {component!r} is not allowed; allowed: "
+                                 f"{', '.join(COMPONENT_TARGETS)}")
         if self.failures < 0 or self.downtime_s < 0:
             raise InputError("nemesis: failures and downtime must not be negative")
 
@@ -155,13 +163,16 @@ class FaultPlan:
         while self.duration_s is not None or step < self.failures:
             step += 1
             failure = rng.choice(self.failure_choices) if self.failure == RANDOM else self.failure
-            target = rng.choice(self.target_choices) if self.target == RANDOM else self.target
-            first, *more = parts_of(failure)
+            target = (rng.choice(self.target_choices + self.component_choices)
+                      if self.target == RANDOM else self.target)
+            # a composition's ``random`` parts: each one of the random failures, in order
+            first, *more = (rng.choice(self.failure_choices) if part == RANDOM else part
+                            for part in parts_of(failure))
             index += 1
             spec = FaultSpec(index=index, failure=first, target=target,
                              delay_s=round(rng.uniform(*self.delay_s), 3),
                              downtime_s=self.downtime_s, pick=rng.random())
-            if not more:
+            if not more or target in self.component_choices:
                 yield (spec,)
                 continue
             index += 1

@@ -91,20 +91,24 @@ def is_composed(failure: str | None) -> bool:
 
 
 def takes_out(name: str) -> bool:
-    """Whether a failure takes its node out of the quorum (stopped, paused or cut off)."""
+    """Whether a failure takes its node out of the quorum (stopped, paused or cut off); a
+    ``random`` part may (every type it draws does)."""
+    if name == RANDOM:
+        return any(takes_out(drawn) for drawn in RANDOM_FAILURES)
     return FAILURES[name].struck_state is not None or name == "partition"
 
 
 def composition_problem(value: str) -> str | None:
-    """Why ``value`` is not a composition the nemesis can run (None: it is): each part a
-    composable failure type, two parts."""
+    """Why ``value`` is not a composition the nemesis can run (None: it is): two parts, each
+    a composable failure type or ``random`` (one of ``RANDOM_FAILURES`` per fault, drawn
+    from the seed: ``random+random`` is the soak's composed nemesis)."""
     parts = parts_of(value)
     if len(parts) != 2:
         return f"a composition has two parts joined by {COMPOSE!r}, got {len(parts)}"
     for part in parts:
-        if part not in COMPOSABLE:
+        if part not in (*COMPOSABLE, RANDOM):
             return (f"part {part!r} is not a failure type that composes; allowed parts: "
-                    f"{' | '.join(COMPOSABLE)}")
+                    f"{' | '.join((*COMPOSABLE, RANDOM))}")
     return None
 
 
@@ -116,10 +120,9 @@ def facilities_needed(failure: str | None) -> frozenset[str]:
     """The node facilities a case whose ``failure`` is this needs its cluster to have: the
     failure's own, a composition's parts' together, or (``random``) those of every failure
     ``random`` may draw."""
-    if failure == RANDOM:
-        drawn = [FAILURES[name] for name in RANDOM_FAILURES]
-    else:
-        drawn = [FAILURES[part] for part in parts_of(failure) if part in FAILURES]
+    parts = parts_of(failure)
+    drawn = [FAILURES[name] for name in RANDOM_FAILURES] if RANDOM in parts else []
+    drawn += [FAILURES[part] for part in parts if part in FAILURES]
     return frozenset().union(*(f.facilities for f in drawn))
 
 

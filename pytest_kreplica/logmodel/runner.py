@@ -5,9 +5,11 @@ Profiles (``PROFILES``): ``ci`` is 20 examples x 20 steps on one reused cluster 
 one of the two disruptions runs in it; about a minute on 2 cores: the search for bugs is the
 soak's), ``soak`` runs for hours, ``tiered-ci`` / ``tiered-soak`` are the sizes of the tiered
 profile (``tiered.TieredLogMachine`` on a cluster with the remote tier);
-``KREPLICA_LOG_EXAMPLES`` overrides the number of examples of any profile. The example
-database lives under the output directory, so a failure found once is tried first on the
-next run."""
+``KREPLICA_LOG_EXAMPLES`` overrides the number of examples of any profile. A profile with a
+``duration_s`` (the tiered soak's hour) runs rounds of its examples until that much time has
+passed, so it lasts its hour on a fast machine and a slow one; ``KREPLICA_LOG_DURATION``
+overrides it (``0``: one round). The example database lives under the output directory, so a
+failure found once is tried first on the next run."""
 
 from __future__ import annotations
 
@@ -40,11 +42,14 @@ PROFILES: dict[str, dict[str, Any]] = {
     # example waits for uploads, so fewer fit the CI run's minute (the replica check takes
     # half of it), and no restart or leader move (seconds each): the soak has them
     "tiered-ci": {"max_examples": 6, "stateful_step_count": 8, "max_disruptions": 0},
-    "tiered-soak": {"max_examples": 230, "stateful_step_count": 40, "max_disruptions": 3},  # ~1 h
+    # rounds of 50 examples (each a Hypothesis run of its own, fresh draws) for an hour
+    "tiered-soak": {"max_examples": 50, "stateful_step_count": 40, "max_disruptions": 3,
+                    "duration_s": 3600.0},
     "tiered-teeth": {"max_examples": 15, "stateful_step_count": 8, "max_disruptions": 0},
 }
 TIERED_FACILITY = "tiered_storage"  # cluster.facilities: the remote tier on every node
 ENV_EXAMPLES = "KREPLICA_LOG_EXAMPLES"
+ENV_DURATION = "KREPLICA_LOG_DURATION"
 DATABASE_DIR = "hypothesis-db"
 
 
@@ -86,6 +91,22 @@ class LogModelRun:
     topics: list[str]
     run_dir: Path
     observed: dict[str, int]  # what the broker was seen doing by itself (tiered profile)
+    rounds: int = 1  # Hypothesis runs made (a profile with a duration runs until it passed)
+
+
+def profile_duration(profile: str) -> float:
+    """Seconds a profile runs rounds for (KREPLICA_LOG_DURATION overrides; 0: one round)."""
+    value = os.environ.get(ENV_DURATION)
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise ValueError(f"{ENV_DURATION}={value!r}: expected seconds (a number >= 0)"
+                             ) from None
+        if seconds < 0:
+            raise ValueError(f"{ENV_DURATION}={value!r}: expected seconds (a number >= 0)")
+        return seconds
+    return float(PROFILES.get(profile, {}).get("duration_s", 0.0))
 
 
 def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
@@ -99,9 +120,13 @@ def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
     env = LogEnv(system, run_dir, topic_prefix=topic_prefix,
                  max_disruptions=PROFILES[profile]["max_disruptions"])
     started = time.monotonic()
+    deadline = started + profile_duration(profile)
+    rounds = 0
     try:
-        run_state_machine_as_test(lambda: machine(env),
-                                  settings=profile_settings(profile, database_dir))
+        while rounds == 0 or time.monotonic() < deadline:
+            rounds += 1
+            run_state_machine_as_test(lambda: machine(env),
+                                      settings=profile_settings(profile, database_dir))
     except BaseException as exc:
         path = write_replay(run_dir, env.program, machine, exc)
         exc.add_note(f"log model: the minimal program ({len(env.program)} steps) is in {path}; "
@@ -110,7 +135,7 @@ def run_log_model(cluster: Cluster, run_dir: Path, profile: str = "ci",
     finally:
         system.close()
     return LogModelRun(env.examples, env.steps, dict(env.rules), time.monotonic() - started,
-                       env.topics, run_dir, dict(env.observed))
+                       env.topics, run_dir, dict(env.observed), rounds)
 
 
 def replay_program(cluster: Cluster, run_dir: Path, steps: list[tuple[str, dict[str, Any]]],

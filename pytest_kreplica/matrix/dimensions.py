@@ -75,7 +75,8 @@ def _failure(value: Any) -> str:
 
 def _failure_markers(value: str) -> list[str]:
     if is_composed(value):
-        return [*(f"failure_{part}" for part in parts_of(value)), COMPOSED_MARKER]
+        parts = dict.fromkeys(parts_of(value))  # random+random: one failure_random
+        return [*(f"failure_{part}" for part in parts), COMPOSED_MARKER]
     return [f"failure_{value}"]
 
 
@@ -294,7 +295,9 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               doc="; ".join(f"{n} = {f.doc}" for n, f in FAILURES.items())
               + f"; random = one of {'/'.join(RANDOM_FAILURES)} per fault, from the seed"
               + f"; a{COMPOSE}b = two of {'/'.join(COMPOSABLE)} overlapping in time, the "
-                "second struck while the first holds, each on its own victim",
+                "second struck while the first holds, each on its own victim; a part "
+                f"random is drawn per fault (random{COMPOSE}random: the soak's composed "
+                "nemesis)",
               type="str"),
     Dimension("target", _choice(*TARGET_VALUES),
               "leader", lambda v: v, lambda v: [f"target_{hyphen_free(v)}"],

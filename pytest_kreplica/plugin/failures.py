@@ -37,12 +37,16 @@ SOAK_PROGRESS_EVERY_S = 60.0  # a duration-bounded case runs for hours: one line
 # on a loaded machine) before its plan's first quiet time starts; then it strikes anyway
 FIRST_SEND_WAIT_S = 30.0
 ENV_DURATION = "KREPLICA_DURATION"
+MIRROR_COMPONENTS = ("mirror-maker",)  # what a mirror case's random target may draw besides nodes
 
 
 def fault_plan(case: Case, duration: float | None = None) -> FaultPlan:
+    """The case's seeded plan; in a two-cluster (mirror) case a ``random`` target draws
+    MirrorMaker 2 too, as the plan's C.8 asks."""
     return FaultPlan(seed=case.seed, failure=case.failure, target=case.target,
                      failures=case.failures, downtime_s=case.downtime,
-                     duration_s=duration if duration is not None else case.duration)
+                     duration_s=duration if duration is not None else case.duration,
+                     component_choices=MIRROR_COMPONENTS if case.scenario == "mirror" else ())
 
 
 class FailurePlugin:

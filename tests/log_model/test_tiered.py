@@ -40,7 +40,8 @@ def _run(cluster, run_dir, output, profile, machine, kreplica_options=None):
     started = time.monotonic()
     run = run_log_model(cluster, run_dir, profile=profile, machine=machine,
                         topic_prefix=f"logmodel-{profile}", database_dir=output / DATABASE_DIR)
-    print(f"log model {profile}: {run.examples} examples, {run.steps} steps in "
+    print(f"log model {profile}: {run.examples} examples in {run.rounds} round(s), "
+          f"{run.steps} steps in "
           f"{run.seconds:.1f} s (total {time.monotonic() - started:.1f} s); rules {run.rules}; "
           f"observed {run.observed}")
     if kreplica_options is not None:
