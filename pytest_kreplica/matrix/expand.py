@@ -232,17 +232,18 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
 
 
 def _check_composed(path: Path, where: str, p: Mapping[str, Any], scenario: str) -> None:
-    """A composed failure strikes brokers only, of one cluster, and two parts that each take
-    their node out of the quorum need one that keeps a majority with two voters out."""
+    """A composed failure strikes brokers only (of the case's cluster: a mirror case's
+    source), and two parts that each take their node out of the quorum need one that keeps
+    a majority with two voters out."""
     if p["target"] not in (*TARGETS, "random"):
         raise matrix_error(path, f"{where}.target",
                            f"{p['target']} cannot take a composed failure ({p['failure']}: "
                            f"each part strikes a broker); allowed: {' | '.join(TARGETS)} | "
                            "random")
-    if scenario != "replication":
+    if scenario not in ("replication", "mirror"):
         raise matrix_error(path, f"{where}.failure",
-                           f"{p['failure']} (a composed failure) needs scenario replication, "
-                           f"got {scenario}; allowed: one failure type")
+                           f"{p['failure']} (a composed failure) needs scenario replication "
+                           f"or mirror, got {scenario}; allowed: one failure type")
     out = [part for part in parts_of(p["failure"]) if takes_out(part)]
     if len(out) > 1 and p["brokers"] < OUTAGE_BROKERS:
         raise matrix_error(path, f"{where}.failure",

@@ -193,14 +193,20 @@ def _mirror(topics: dict[str, str], grid: np.ndarray, grid_ns: np.ndarray, t0: i
                       polls.num_rows)
 
 
+RATE_BARS = 1500  # at most this many bars: 1 s each, wider in a run longer than that
+
+
 def _rate(times_ns: np.ndarray, grid: np.ndarray, t0: int) -> Series:
-    """Acknowledgements per second, in 1 s bins (the workload's pulse during faults)."""
+    """Acknowledgements per second, in 1 s bins (the workload's pulse during faults), or in
+    ``RATE_BARS`` equal bins of a longer run (a soak of hours)."""
     if not len(times_ns):
         return Series(np.zeros(0), np.zeros(0))
     secs = (times_ns - t0) / 1e9
-    bins = np.arange(0.0, max(grid[-1], 1.0) + 1.0, 1.0)
+    span = max(grid[-1], 1.0)
+    width = max(1.0, span / RATE_BARS)
+    bins = np.arange(0.0, span + width, width)
     counts, edges = np.histogram(secs, bins=bins)
-    return Series(edges[:-1], counts)
+    return Series(edges[:-1], counts / width)
 
 
 def _lag(acked: pa.Table, polls: pa.Table, grid_ns: np.ndarray) -> np.ndarray:
