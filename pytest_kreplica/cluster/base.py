@@ -38,6 +38,9 @@ class ClusterSpec:
     # the node facilities the cluster's faults need (names of ``cluster.facilities``'s
     # FACILITIES: a proxy in front of the links, small disks, ...); the backend attaches them
     facilities: frozenset[str] = frozenset()
+    # each broker's JVM heap (MB); None: the backend's small default. Set for a cluster whose
+    # brokers hold many replicas (``cluster.sizing``: the production shape)
+    heap_mb: int | None = None
 
     def with_config(self, **settings: Any) -> ClusterSpec:
         merged = dict(self.broker_config)

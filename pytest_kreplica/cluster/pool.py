@@ -20,6 +20,7 @@ from ..errors import ClusterError
 from ..faults.registry import facilities_needed
 from .base import Cluster, ClusterSpec
 from .facilities import key_suffix
+from .sizing import broker_heap_mb, case_replicas
 
 if TYPE_CHECKING:
     from ..matrix import Case
@@ -33,11 +34,14 @@ def cluster_spec(case: Case) -> ClusterSpec:
     """The cluster a case needs. Topic-level settings (partitions, replication factor,
     segments, min ISR, unclean election) are per topic, so they do not split clusters. The
     node facilities are those the case's failures need (``Failure.facilities``), and the
-    remote tier of a ``tiered: on`` case."""
+    remote tier of a ``tiered: on`` case; the brokers' heap grows with the replicas each
+    holds (``sizing``: only the production shape's)."""
     tiered = {"tiered_storage"} if getattr(case, "tiered", "off") == "on" else set()
+    replicas = case_replicas(case)
     return ClusterSpec(brokers=case.brokers, kafka_version=case.kafka_version,
                        backend=case.backend,
-                       facilities=facilities_needed(getattr(case, "failure", None)) | tiered)
+                       facilities=facilities_needed(getattr(case, "failure", None)) | tiered,
+                       heap_mb=broker_heap_mb(replicas))
 
 
 def spec_key(spec: ClusterSpec) -> str:
@@ -45,7 +49,8 @@ def spec_key(spec: ClusterSpec) -> str:
     version = spec.kafka_version or "default"
     extra = f"-c{zlib.crc32(repr(spec.broker_config).encode()):08x}" if spec.broker_config else ""
     role = f"-{spec.role}" if getattr(spec, "role", "") else ""
-    return (f"{spec.backend}-b{spec.brokers}-k{version}{extra}{role}"
+    heap = f"-h{spec.heap_mb}" if getattr(spec, "heap_mb", None) else ""
+    return (f"{spec.backend}-b{spec.brokers}-k{version}{extra}{heap}{role}"
             f"{key_suffix(spec.facilities)}")
 
 

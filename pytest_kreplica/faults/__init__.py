@@ -7,7 +7,7 @@ from .background import run_in_thread
 from .checks import ELECTION_BOUND_S, scenario_checks
 from .coordinators import resolvers as coordinator_resolvers
 from .failure import Failure
-from .nemesis import Component, Nemesis
+from .nemesis import ELECTION_TIMEOUT_S, RECOVERY_TIMEOUT_S, Component, Nemesis
 from .plan import FAULT_RECORD_PHASES, FaultPlan, FaultRecord, FaultSpec
 from .registry import (
     COMPONENT_TARGETS,
@@ -24,7 +24,8 @@ from .registry import (
     failures_on,
 )
 
-__all__ = ["COMPONENT_TARGETS", "ELECTION_BOUND_S", "FAILURES", "FAILURE_VALUES",
+__all__ = ["COMPONENT_TARGETS", "ELECTION_BOUND_S", "ELECTION_TIMEOUT_S", "FAILURES",
+           "FAILURE_VALUES", "RECOVERY_TIMEOUT_S",
            "FAULT_RECORD_PHASES", "NONE", "RANDOM", "RANDOM_FAILURES", "RESTORE_EVENTS",
            "STRIKE_EVENTS", "TARGETS", "TARGET_VALUES", "WORKLOAD_TARGETS", "Component",
            "Failure", "FaultPlan", "FaultRecord", "FaultSpec", "Nemesis",

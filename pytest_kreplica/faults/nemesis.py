@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 PROGRESS_READ_S = 10.0  # how long a component's progress is retried before its restore
 DID_NOT_ACT = "fault-did-not-act"  # the event of a strike that did not act (a harness error)
+ELECTION_TIMEOUT_S, RECOVERY_TIMEOUT_S = 60.0, 120.0  # a small cluster's bounds
 
 
 def _join(error: str | None, note: str) -> str:
@@ -95,7 +96,8 @@ class Nemesis(Elections):
 
     def __init__(self, cluster: Cluster, writer: RunWriter, plan: FaultPlan,
                  partitions: list[tuple[str, int]], *,
-                 election_timeout: float = 60.0, recovery_timeout: float = 120.0,
+                 election_timeout: float = ELECTION_TIMEOUT_S,
+                 recovery_timeout: float = RECOVERY_TIMEOUT_S,
                  progress: Callable[[str], None] | None = None,
                  components: dict[str, Component] | None = None,
                  roles: dict[str, Callable[[], tuple[str, int]]] | None = None):

@@ -17,8 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..cluster.sizing import SMALL_REPLICAS, case_replicas, scaled_wait
 from ..errors import ClusterError
-from ..faults import NONE, Component, FaultPlan, Nemesis, coordinator_resolvers, scenario_checks
+from ..faults import (
+    ELECTION_TIMEOUT_S,
+    NONE,
+    RECOVERY_TIMEOUT_S,
+    Component,
+    FaultPlan,
+    Nemesis,
+    coordinator_resolvers,
+    scenario_checks,
+)
 from ..report import write_index
 from ..waits import wait_until
 from ..workloads.choice import workload_of
@@ -149,6 +159,11 @@ def add_nemesis(case: Case, hooks: CaseHooks, *, say: Say | None = None,
     if duration is None:
         duration = case.duration
     timeouts = {} if recovery_timeout is None else {"recovery_timeout": recovery_timeout}
+    replicas = case_replicas(case)
+    if replicas > SMALL_REPLICAS:  # the production shape: restarts recover thousands of logs
+        timeouts = {"election_timeout": scaled_wait(ELECTION_TIMEOUT_S, replicas),
+                    "recovery_timeout": max(recovery_timeout or 0.0,
+                                            scaled_wait(RECOVERY_TIMEOUT_S, replicas))}
 
     def nemesis(ctx: CaseContext) -> None:
         plan = fault_plan(case, duration)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cluster.base import TopicSpec
 from ..cluster.facilities.impl.tiered import topic_config as tiered_topic_config
+from ..cluster.sizing import case_replicas, create_topics_in_batches, scaled_wait
 from ..errors import HarnessError
 from ..history import POLLS, SENDS, Roll, RunWriter, write_run_json
 from ..validation.checker import check
@@ -259,7 +260,8 @@ def run_case(case: Case, cluster: Cluster, run_dir: Path, hooks: CaseHooks | Non
         started = time.monotonic()
         try:
             with cut_short(ctx.stop, enabled=case.duration is not None) as cut:
-                _produce_and_drain(ctx, flow, hooks, phases, drain_timeout)
+                _produce_and_drain(ctx, flow, hooks, phases,
+                                   scaled_wait(drain_timeout, case_replicas(case)))
         except Exception as exc:
             if harness_error(exc) is None:
                 raise
@@ -312,9 +314,9 @@ def _produce_and_drain(ctx: CaseContext, flow: Flow, hooks: CaseHooks, phases: P
     produce_writer = ClusterWriter(writer, "source") if flow.mirrored else writer
     read_writer = ClusterWriter(writer, "target") if flow.mirrored else writer
     with phases.timed("topics"):
-        cluster.create_topics([TopicSpec(t, case.partitions, case.replication_factor,
-                                         topic_config(case)) for t in topics],
-                              timeout=TOPICS_TIMEOUT)
+        create_topics_in_batches(cluster, [TopicSpec(t, case.partitions, case.replication_factor,
+                                                     topic_config(case)) for t in topics],
+                                 TOPICS_TIMEOUT)
     for name, step in hooks.before_produce.items():
         with phases.timed(name):
             step(ctx)

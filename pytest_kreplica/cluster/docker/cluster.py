@@ -223,7 +223,8 @@ class DockerCluster(IptablesPartitions, AdminCluster):
         """The process backend's flags, with the log config at its path in the container
         and no class-data archive (it belongs to the host's JDK)."""
         host_logging = self.dist.logging_flags()
-        flags = [f for f in self.dist.jvm_flags(archive=False) if f not in host_logging]
+        heap = {"heap_mb": self.spec.heap_mb} if self.spec.heap_mb else {}
+        flags = [f for f in self.dist.jvm_flags(archive=False, **heap) if f not in host_logging]
         return flags + self.dist.logging_flags(Path(MOUNT) / self._log_config_name())
 
     def _create_container(self, node: Node):

@@ -53,7 +53,7 @@ class ProcessCluster(AdminCluster):
         self.workdir = Path(workdir).resolve()
         self.detached = detached
         self.use_archive = use_archive
-        self.heap_mb = heap_mb
+        self.heap_mb = spec.heap_mb or heap_mb  # a spec's own (the production shape's) wins
         self.tuned = tuned
         self.extra_jvm_flags = tuple(extra_jvm_flags)
         self.fast_format = fast_format

@@ -1,0 +1,81 @@
+"""What a broker needs, and how long a cluster's waits may take, as the replicas each broker
+holds grow: the plan's C.8 shape (1000 topics x 10 partitions, rf 3, on 8 brokers: 3,750
+replicas a broker) next to the few dozen of every other matrix. The figures are measured by
+``benchmarks/bench_shape.py`` (docs/benchmarks.md); a cluster at or below
+``SMALL_REPLICAS`` a broker keeps the small footprint exactly as before."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from .base import TopicSpec
+
+DEFAULT_HEAP_MB = 256  # the small footprint's heap (KAFKA-NOTES)
+SMALL_REPLICAS = 300  # replicas a broker up to which nothing changes (production-small: 60)
+# live heap a broker's replicas take (after a full GC, bench_shape) plus headroom for the
+# young generation and the fetchers' buffers under load
+HEAP_MB_PER_1000_REPLICAS = 96
+HEAP_ROUND_MB = 128
+# a batch of CreateTopics: the controller writes every partition's records in one batch,
+# and the wait that follows (every ISR full, every replica answering) covers the batch
+TOPIC_BATCH_PARTITIONS = 1000
+# how long creating a batch may take per 1000 replicas it makes, cluster-wide (bench_shape)
+CREATE_S_PER_1000_REPLICAS = 10.0
+# how much longer a wait that covers every partition may take per replica a broker holds
+# (a restarted broker recovers each log and its followers catch up, one fetcher a source)
+WAIT_S_PER_1000_REPLICAS = 40.0
+
+
+def replicas_per_broker(topics: int, partitions: int, replication_factor: int,
+                        brokers: int) -> int:
+    """The replicas the busiest broker holds when partitions spread evenly."""
+    return math.ceil(topics * partitions * replication_factor / max(brokers, 1))
+
+
+def case_replicas(case: Any) -> int:
+    """``replicas_per_broker`` of a matrix case's topics on its cluster."""
+    return replicas_per_broker(getattr(case, "topics", 1), getattr(case, "partitions", 1),
+                               getattr(case, "replication_factor", 1), case.brokers)
+
+
+def broker_heap_mb(replicas: int) -> int | None:
+    """The heap a broker holding ``replicas`` replicas runs with; None: the default (a small
+    cluster, unchanged)."""
+    if replicas <= SMALL_REPLICAS:
+        return None
+    wanted = DEFAULT_HEAP_MB + HEAP_MB_PER_1000_REPLICAS * replicas / 1000
+    return int(math.ceil(wanted / HEAP_ROUND_MB) * HEAP_ROUND_MB)
+
+
+def scaled_wait(base_s: float, replicas: int) -> float:
+    """``base_s`` for a small cluster; more, in proportion, for a broker holding more."""
+    extra = max(0, replicas - SMALL_REPLICAS)
+    return base_s + WAIT_S_PER_1000_REPLICAS * extra / 1000
+
+
+def topic_batches(specs: Iterable[TopicSpec], limit: int = TOPIC_BATCH_PARTITIONS
+                  ) -> list[list[TopicSpec]]:
+    """The topics in order, in batches of at most ``limit`` partitions (a topic larger than
+    that is a batch of its own)."""
+    batches: list[list[TopicSpec]] = [[]]
+    held = 0
+    for spec in specs:
+        if batches[-1] and held + spec.partitions > limit:
+            batches.append([])
+            held = 0
+        batches[-1].append(spec)
+        held += spec.partitions
+    return [b for b in batches if b]
+
+
+def create_topics_in_batches(cluster: Any, specs: list[TopicSpec], base_timeout_s: float
+                             ) -> None:
+    """``cluster.create_topics`` a batch at a time (``topic_batches``), each batch bounded by
+    ``base_timeout_s`` plus its share of ``CREATE_S_PER_1000_REPLICAS``: one request for the
+    production shape's 30,000 replicas outlasts any single bound and says nothing on the way."""
+    for batch in topic_batches(specs):
+        replicas = sum(s.partitions * s.replication_factor for s in batch)
+        cluster.create_topics(batch, timeout=base_timeout_s
+                              + CREATE_S_PER_1000_REPLICAS * replicas / 1000)
