@@ -67,10 +67,11 @@ class LogModel:
                              f"{self.high_watermark}]")
         return self.records[offset:offset + limit]
 
-    def offset_for_time(self, timestamp: int) -> int | None:
-        """ListOffsets by timestamp: the first offset >= the log start whose record's
-        timestamp is >= ``timestamp`` (timestamps need not grow with offsets), or None."""
-        for record in self.records[self.log_start:]:
+    def offset_for_time(self, timestamp: int, since: int | None = None) -> int | None:
+        """ListOffsets by timestamp: the first offset >= the log start (or >= ``since``)
+        whose record's timestamp is >= ``timestamp`` (timestamps need not grow with
+        offsets), or None."""
+        for record in self.records[max(self.log_start, since or 0):]:
             if record.timestamp >= timestamp:
                 return record.offset
         return None

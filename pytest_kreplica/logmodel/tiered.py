@@ -179,6 +179,21 @@ class TieredLogMachine(LogMachine):
             self._read(span[1], "read_uncommitted", 2, "read across the tier boundary")
             self.env.observed["remote reads"] += 1
 
+    def time_answers(self, timestamp: int) -> tuple[int | None, ...]:
+        """Also the first record at or after the local log start, while a record below the
+        log start reaches ``timestamp`` (a Kafka finding, docs/log-model.md): the remote
+        tier's search (``RemoteLogManager.findOffsetByTimestamp``) answers from the first
+        remote segment whose largest timestamp reaches the target and whose end is at or
+        past the log start, even when that segment holds no qualifying record at or past the
+        log start; the search then falls back to the local log and skips every later remote
+        segment. The local start is asked only when that record exists."""
+        answers = super().time_answers(timestamp)
+        if None not in answers or answers == (None,):
+            return answers
+        local = self.system.list_offset(self.topic, "earliest-local")
+        local_answer = self.model.offset_for_time(timestamp, since=local)
+        return answers if local_answer in answers else (*answers, local_answer)
+
     def replay_step(self, name: str, kwargs: dict[str, Any]) -> None:
         super().replay_step(name, kwargs)
         self.tiers_agree()

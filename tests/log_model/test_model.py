@@ -120,6 +120,34 @@ def test_a_deleted_record_reaching_the_time_lets_kafka_answer_none_and_nothing_e
     assert model.time_answers(94) == (None,)
 
 
+def test_the_first_record_reaching_the_time_since_the_local_start():
+    """What the remote tier's search by time may answer instead (a Kafka finding): the first
+    qualifying record at or past the local log start."""
+    model = model_with([10, 90, 20, 95, 30, 99])
+    model.delete_records(2)
+    assert model.offset_for_time(80) == 3
+    assert model.offset_for_time(80, since=4) == 5
+    assert model.offset_for_time(80, since=1) == 3  # never below the log start
+    assert model.offset_for_time(100, since=4) is None
+
+
+def test_the_tiered_machine_adds_the_local_answer_only_where_none_is_allowed():
+    from types import SimpleNamespace
+
+    from pytest_kreplica.logmodel.tiered import TieredLogMachine
+
+    asked = []
+    machine = TieredLogMachine.__new__(TieredLogMachine)
+    machine.model = model_with([10, 90, 20, 95, 30, 99])
+    machine.model.delete_records(2)
+    machine.topic = "t"
+    machine.system = SimpleNamespace(list_offset=lambda topic, spec: asked.append(spec) or 4)
+    assert machine.time_answers(80) == (3, None, 5)  # 90 is deleted and reaches 80
+    assert machine.time_answers(96) == (5,)  # nothing deleted reaches 96
+    assert machine.time_answers(100) == (None,)
+    assert asked == ["earliest-local"]  # the local start asked only when it matters
+
+
 def test_replay_file_round_trips(tmp_path):
     program = [("create_topic", {"segment_bytes": 1024}),
                ("produce", {"batch": Batch(((b"k", None, 7), (None, b"\x00v", 9)), "gzip", "1")}),

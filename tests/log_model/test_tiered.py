@@ -27,6 +27,7 @@ from pytest_kreplica.logmodel.runner import (
     verify_topics,
 )
 from pytest_kreplica.logmodel.tiered import TIERED_WEIGHTS, TieredLogMachine
+from tests.log_model import tiered_finding
 
 pytestmark = pytest.mark.log_model
 DISRUPTIONS = ("restart_node", "move_leader")
@@ -142,3 +143,27 @@ def test_deleted_remote_segment_clean_control_passes(kreplica_log_tiered_cluster
                         machine=DeletedRemoteSegmentClean, topic_prefix="teeth-remote-clean",
                         **FAST)
     assert run.examples >= 10
+
+
+@pytest.mark.ci
+def test_list_offsets_by_time_on_a_tiered_partition_skips_remote_records(
+        kreplica_log_tiered_cluster, tmp_path):
+    """The tiered soak's finding, pinned: the remote tier's search by time answers from the
+    first remote segment whose largest timestamp reaches the time (here one that straddles
+    the log start, whose qualifying record lies below it), finds nothing at or past the log
+    start there, and falls back to the local log: Kafka answers a later offset than the
+    earliest. The model accepts it (``TieredLogMachine.time_answers``) and this wants Kafka
+    to still behave so."""
+    seen: list[tuple[int, int | None, int | None]] = []  # (log start, earliest, Kafka's)
+
+    class TimeAnswers(TieredLogMachine):
+        def offsets_for_times(self, at: int) -> None:
+            timestamp = self.base_ms + at
+            seen.append((self.model.log_start, self.model.offset_for_time(timestamp),
+                         self.system.list_offset(self.topic, timestamp)))
+            TieredLogMachine.offsets_for_times(self, at=at)
+
+    replay_program(kreplica_log_tiered_cluster, tmp_path / "replay", tiered_finding.PROGRAM,
+                   TimeAnswers)
+    assert seen[-1] == (tiered_finding.LOG_START, tiered_finding.EARLIEST,
+                        tiered_finding.KAFKA_ANSWER), seen
