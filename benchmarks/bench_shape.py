@@ -64,9 +64,10 @@ def idle_cpu(pids: list[int], seconds: float) -> float:
 
 
 def measure(version: str, brokers: int, topics: int, partitions: int, heap_mb: int,
-            batch: int, idle_s: float, root: Path) -> dict[str, float]:
+            batch: int, idle_s: float, root: Path, jvm_flags: tuple[str, ...] = ()
+            ) -> dict[str, float]:
     cluster = ProcessCluster(ClusterSpec(brokers, version), root / f"shape-{topics}",
-                             heap_mb=heap_mb)
+                             heap_mb=heap_mb, extra_jvm_flags=jvm_flags)
     figures: dict[str, float] = {}
     try:
         t = time.monotonic()
@@ -104,6 +105,9 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--idle-s", type=float, default=60.0)
     parser.add_argument("--version", default=None)
+    parser.add_argument("--jvm-flag", action="append", default=[],
+                        help="a broker JVM flag after the small-footprint ones (repeatable), "
+                             "e.g. -XX:TieredStopAtLevel=4 for the full JIT")
     args = parser.parse_args()
     dist = resolve(args.version)
     ensure_class_data_archive(dist, ProcessCluster)
@@ -111,14 +115,16 @@ def main() -> int:
     print(f"Kafka {dist.version}, {os.cpu_count()} cores, {args.brokers} brokers, heap "
           f"{args.heap_mb} MB, {load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="kreplica-shape-") as tmp:
+        flags = tuple(args.jvm_flag)
         base = measure(dist.version, args.brokers, *SMALL, args.heap_mb, args.batch,
-                       args.idle_s, Path(tmp))
+                       args.idle_s, Path(tmp), flags)
         print(f"baseline {SMALL[0]}x{SMALL[1]}: {base}", flush=True)
         shape = measure(dist.version, args.brokers, args.topics, args.partitions,
-                        args.heap_mb, args.batch, args.idle_s, Path(tmp))
+                        args.heap_mb, args.batch, args.idle_s, Path(tmp), flags)
     print()
     print(f"shape {args.topics}x{args.partitions} rf 3 on {args.brokers} brokers "
-          f"({replicas} replicas, {replicas // args.brokers} per broker), heap {args.heap_mb} MB")
+          f"({replicas} replicas, {replicas // args.brokers} per broker), heap {args.heap_mb} MB"
+          + (f", flags {' '.join(flags)}" if flags else ""))
     for key, value in shape.items():
         print(f"  {key:<14} {value:10.2f}   baseline {base[key]:10.2f}")
     print(f"({load()} at the end)")

@@ -173,6 +173,30 @@ def parse_flakes(out: str) -> list[Row]:
     return rows
 
 
+def parse_shape(out: str) -> list[Row]:
+    head = find(r"^shape (\d+)x(\d+) rf 3 on (\d+) brokers \((\d+) replicas, (\d+) per "
+                r"broker\), heap (\d+) MB", out)
+
+    def pair(key: str) -> tuple[float, float]:
+        m = find(r"^\s+" + key + r"\s+([\d.]+)\s+baseline\s+([\d.]+)", out)
+        return float(m[1]), float(m[2])
+    (heap, heap0), (rss, rss0) = pair("max_heap_mb"), pair("max_rss_mb")
+    (idle, idle0), (create, _) = pair("idle_cores"), pair("create_s")
+    (fds, _), (maps, _) = pair("max_fds"), pair("max_mmaps")
+    shape = f"{head[1]} topics x {head[2]} partitions, rf 3, on {head[3]} brokers"
+    return [
+        Row(f"the plan's production shape ({shape}: {int(head[5]):,} replicas a broker, heap "
+            f"{head[6]} MB), per broker: live heap after a full GC, resident memory",
+            f"{heap:.0f} MB live, {rss:.0f} MB resident; {fds:.0f} open files, {maps:.0f} "
+            f"memory maps; topics created in {create:.0f} s",
+            f"{heap0:.0f} MB live, {rss0:.0f} MB resident: the same brokers with 10 x 10 "
+            "partitions", ratio(heap, heap0)),
+        Row(f"the plan's production shape ({shape}), idle: cores its brokers keep busy",
+            f"{idle:.2f} cores", f"{idle0:.2f} cores with 10 x 10 partitions",
+            ratio(idle, idle0)),
+    ]
+
+
 FIGURES = (
     Figure("plugin-import", ("benchmarks/bench_plugin_import.py", "--runs", "5"),
            parse_plugin_import, 120),
@@ -189,6 +213,8 @@ FIGURES = (
                            "0.25", "--runs", "1"), parse_verify_logs, 900),
     Figure("flakes", ("benchmarks/bench_flakes.py", "--repeat", "5"), parse_flakes,
            12 * 3600, default=False),
+    Figure("shape", ("benchmarks/bench_shape.py", "--heap-mb", "512"), parse_shape, 1800,
+           default=False),
 )
 
 

@@ -14,17 +14,20 @@ from .base import TopicSpec
 
 DEFAULT_HEAP_MB = 256  # the small footprint's heap (KAFKA-NOTES)
 SMALL_REPLICAS = 300  # replicas a broker up to which nothing changes (production-small: 60)
-# live heap a broker's replicas take (after a full GC, bench_shape) plus headroom for the
-# young generation and the fetchers' buffers under load
-HEAP_MB_PER_1000_REPLICAS = 96
+# a broker's live heap grows by about 27 MB per 1000 replicas (after a full GC, bench_shape:
+# 167-182 MB at 3,750); this leaves it over twice that, for the young generation and the
+# fetchers' buffers under load (512 MB at the plan's shape)
+HEAP_MB_PER_1000_REPLICAS = 64
 HEAP_ROUND_MB = 128
 # a batch of CreateTopics: the controller writes every partition's records in one batch,
 # and the wait that follows (every ISR full, every replica answering) covers the batch
 TOPIC_BATCH_PARTITIONS = 1000
-# how long creating a batch may take per 1000 replicas it makes, cluster-wide (bench_shape)
+# how long creating a batch may take per 1000 replicas it makes, cluster-wide: bench_shape
+# measured 2.6 s (7 s with the machine's load above 40)
 CREATE_S_PER_1000_REPLICAS = 10.0
-# how much longer a wait that covers every partition may take per replica a broker holds
-# (a restarted broker recovers each log and its followers catch up, one fetcher a source)
+# how much longer a wait that covers every partition may take per 1000 replicas a broker
+# holds (a restarted broker recovers each log and its followers catch up, one fetcher a
+# source): a bound, not a measurement; the plan's shape gets 138 s more than a small cluster
 WAIT_S_PER_1000_REPLICAS = 40.0
 
 

@@ -153,3 +153,29 @@ def test_the_flakes_figure_runs_only_when_named_and_reads_both_loads(tmp_path, m
     calls = []
     monkeypatch.setattr(run_all, "measure", lambda figure, date: calls.append(figure.name) or [])
     assert run_all.main(["--only", "flakes"]) == 0 and calls == ["flakes"]
+
+
+SHAPE = """\
+shape 1000x10 rf 3 on 8 brokers (30000 replicas, 3750 per broker), heap 512 MB
+  start_s              7.91   baseline       7.87
+  create_s            77.29   baseline       2.62
+  healthy_s            3.87   baseline       0.22
+  max_heap_mb        182.20   baseline      79.45
+  max_rss_mb         545.46   baseline     281.06
+  max_fds           3924.00   baseline     180.00
+  max_mmaps         7922.00   baseline     431.00
+  max_threads         86.00   baseline      86.00
+  idle_cores           1.12   baseline       0.41
+  close_s             18.76   baseline       6.53
+"""
+
+
+def test_the_shape_figure_reads_heap_memory_and_idle_cores_beside_the_small_shape():
+    heap, idle = run_all.parse_shape(SHAPE)
+    assert "3,750 replicas a broker, heap 512 MB" in heap.figure
+    assert heap.result.startswith("182 MB live, 545 MB resident; 3924 open files")
+    assert heap.ratio == "2.29" and "79 MB live" in heap.baseline
+    assert (idle.result, idle.ratio) == ("1.12 cores", "2.73")
+    assert not next(f for f in run_all.FIGURES if f.name == "shape").default
+    with pytest.raises(run_all.NoFigure):
+        run_all.parse_shape(SHAPE.replace("idle_cores", "idle"))
