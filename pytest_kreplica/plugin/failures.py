@@ -22,6 +22,8 @@ from ..errors import ClusterError
 from ..faults import (
     ELECTION_TIMEOUT_S,
     NONE,
+    RANDOM,
+    RANDOM_FAILURES,
     RECOVERY_TIMEOUT_S,
     Component,
     FaultPlan,
@@ -29,6 +31,7 @@ from ..faults import (
     coordinator_resolvers,
     scenario_checks,
 )
+from ..faults.registry import parts_of
 from ..report import write_index
 from ..waits import wait_until
 from ..workloads.choice import workload_of
@@ -51,12 +54,15 @@ MIRROR_COMPONENTS = ("mirror-maker",)  # what a mirror case's random target may 
 
 
 def fault_plan(case: Case, duration: float | None = None) -> FaultPlan:
-    """The case's seeded plan; in a two-cluster (mirror) case a ``random`` target draws
-    MirrorMaker 2 too, as the plan's C.8 asks."""
+    """The case's seeded plan; in a two-cluster (mirror) case whose failures all strike a
+    process (clean / hard / soft, or random ones), a ``random`` target draws MirrorMaker 2
+    too, as the plan's C.8 asks."""
+    signals = all(p == RANDOM or p in RANDOM_FAILURES for p in parts_of(case.failure))
+    mirrored = case.scenario == "mirror" and signals
     return FaultPlan(seed=case.seed, failure=case.failure, target=case.target,
                      failures=case.failures, downtime_s=case.downtime,
                      duration_s=duration if duration is not None else case.duration,
-                     component_choices=MIRROR_COMPONENTS if case.scenario == "mirror" else ())
+                     component_choices=MIRROR_COMPONENTS if mirrored else ())
 
 
 class FailurePlugin:

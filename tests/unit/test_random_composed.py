@@ -95,3 +95,10 @@ def test_a_mirror_case_plan_offers_mirror_maker_and_a_replication_case_does_not(
     assert fault_plan(mirror).component_choices == MIRROR_COMPONENTS
     (plain,) = load_matrix(matrix(tmp_path, failure="random", target="random")).cases
     assert fault_plan(plain).component_choices == ()
+
+
+def test_a_mirror_case_whose_failure_does_not_strike_a_process_never_draws_mirror_maker(
+        tmp_path):
+    (case,) = load_matrix(matrix(tmp_path, "mirror", failure="clock_skew",
+                                 target="random")).cases
+    assert fault_plan(case).component_choices == ()
