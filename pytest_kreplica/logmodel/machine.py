@@ -33,7 +33,14 @@ from ..cluster.kafka.config import topic_configs
 from ..errors import ClusterError
 from ..waits import wait_for
 from .model import Batch, LogModel, ModelMismatch
-from .system import COMPRESSIONS, ISOLATIONS, LogSystem, OutOfRange, SystemFailure
+from .system import (
+    COMPRESSIONS,
+    ISOLATIONS,
+    DeleteRecordsUnanswered,
+    LogSystem,
+    OutOfRange,
+    SystemFailure,
+)
 
 TIME_SPAN_MS = 600_000  # record timestamps lie in the 10 minutes before the example began
 RETENTION_CHECK_MS = 250  # broker log.retention.check.interval.ms of the log-model cluster
@@ -250,10 +257,27 @@ class LogMachine(RuleBasedStateMachine):
                 return
             raise ModelMismatch(f"{where}: expected OFFSET_OUT_OF_RANGE past the high "
                                 f"watermark {self.model.high_watermark}, seen low watermark {low}")
-        low = self.system.delete_records(self.topic, offset)
+        try:
+            low = self.system.delete_records(self.topic, offset)
+        except DeleteRecordsUnanswered:
+            if not self.disruptions:  # the Kafka finding needs a leadership change first
+                raise
+            self.unanswered_delete(offset, where)
+            return
         self.model.delete_records(offset)
         self.model.check_low_watermark(offset, low, where)
         self._latest_log_start(where)  # the leader's own log start, which must be exact
+
+    def unanswered_delete(self, offset: int, where: str) -> None:
+        """A Kafka finding (docs/log-model.md): after a leadership change in the example, a
+        DeleteRecords may never be answered, since a replica that led a moment before does
+        not take the new log start from the leader while no record arrives. The leader must
+        still have deleted up to ``offset``; as nothing was acknowledged, a later leader may
+        report the old log start (the floor DeleteRecords made durable stays where it was)."""
+        self.env.observed["DeleteRecords unanswered after a leadership change"] += 1
+        self.model.log_start = max(self.model.log_start, offset)
+        self.model.observe_log_start(self.system.list_offset(self.topic, "earliest"),
+                                     f"{where}, unanswered: ListOffsets earliest")
 
     @rule(segment_ms=st.sampled_from([None, 100]),
           segment_bytes=st.sampled_from([None, *SEGMENT_BYTES]))

@@ -38,6 +38,11 @@ class SystemFailure(AssertionError):
     """The system failed an operation the model expects to succeed (expected / seen)."""
 
 
+class DeleteRecordsUnanswered(SystemFailure):
+    """Every DeleteRecords attempt within the bound timed out (RequestTimedOut): the broker
+    waits for a replica's log start that never reaches the offset (docs/log-model.md)."""
+
+
 def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S,
              on_stale: Callable[[], None] | None = None) -> Any:
     """``call()``, retried (bounded) while Kafka answers with a retriable error, such as
@@ -235,21 +240,31 @@ class LogSystem:
 
     def delete_records(self, topic: str, offset: int) -> int:
         """DeleteRecords up to ``offset``; returns the low watermark (OutOfRange past HW)."""
-        from kafka.errors import OffsetOutOfRangeError
+        from kafka.errors import OffsetOutOfRangeError, RequestTimedOutError
 
         tp = self._tp(topic)
+        last: list[BaseException | None] = [None]
 
         def call() -> Any:
             try:
+                last[0] = None
                 return self.admin().delete_records({tp: offset}, timeout_ms=REQUEST_TIMEOUT_MS)
             except OffsetOutOfRangeError as exc:  # an answer, not an error to retry
                 return exc
+            except Exception as exc:
+                last[0] = exc
+                raise
 
         # retried (bounded) like ListOffsets: a CI run's DeleteRecords met ECONNREFUSED from a
         # node restarted two steps before, and the test ended in Hypothesis' "inconsistent
         # data generation" instead of a verdict; deleting up to an offset again is the same
-        answer = retrying(call, f"DeleteRecords {topic} up to offset {offset}",
-                          timeout=self.retry_s)
+        try:
+            answer = retrying(call, f"DeleteRecords {topic} up to offset {offset}",
+                              timeout=self.retry_s)
+        except SystemFailure as exc:
+            if isinstance(last[0], RequestTimedOutError):
+                raise DeleteRecordsUnanswered(str(exc)) from None
+            raise
         if isinstance(answer, OffsetOutOfRangeError):
             raise OutOfRange(str(answer))
         return answer[tp]["low_watermark"]

@@ -166,3 +166,51 @@ def test_rules_are_registered_by_weight():
     names = [r.function.__name__ for r in LogMachine.setup_state().rules]
     for name, weight in WEIGHTS.items():
         assert names.count(name) == weight, name
+
+
+def _deleting_machine(disruptions: int, earliest: int):
+    """A LogMachine whose system's DeleteRecords is never answered (a stand-in)."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from pytest_kreplica.logmodel.system import DeleteRecordsUnanswered
+
+    def unanswered(topic, offset):
+        raise DeleteRecordsUnanswered(f"expected DeleteRecords {topic} up to offset {offset}")
+
+    machine = LogMachine.__new__(LogMachine)
+    machine.model = model_with([10, 20, 30, 40, 50])
+    machine.model.delete_records(1)
+    machine.topic, machine.disruptions = "t", disruptions
+    machine.env = SimpleNamespace(observed=Counter())
+    machine.system = SimpleNamespace(delete_records=unanswered,
+                                     list_offset=lambda topic, spec: earliest)
+    return machine
+
+
+def test_an_unanswered_delete_records_after_a_leadership_change_is_the_finding():
+    machine = _deleting_machine(disruptions=1, earliest=3)
+    machine.unanswered_delete(3, "DeleteRecords(3)")
+    assert machine.model.log_start == 3 and machine.model.durable_start == 1
+    assert machine.env.observed["DeleteRecords unanswered after a leadership change"] == 1
+    machine.model.leadership_may_have_moved()  # the replica that kept 1 may lead next
+    assert machine.model.log_start == 1
+
+
+def test_an_unanswered_delete_records_whose_deletion_did_not_act_is_a_mismatch():
+    machine = _deleting_machine(disruptions=1, earliest=1)
+    with pytest.raises(ModelMismatch, match="unanswered: ListOffsets earliest"):
+        machine.unanswered_delete(3, "DeleteRecords(3)")
+
+
+def test_an_unanswered_delete_records_without_a_leadership_change_fails_the_example():
+    from pytest_kreplica.logmodel.system import DeleteRecordsUnanswered
+
+    machine = _deleting_machine(disruptions=0, earliest=3)
+    machine.env.record = lambda name, kwargs: None
+    with pytest.raises(DeleteRecordsUnanswered):
+        machine.delete_records(position=50)
+    moved = _deleting_machine(disruptions=1, earliest=3)
+    moved.env.record = lambda name, kwargs: None
+    moved.delete_records(position=50)  # offset 3 of HW 5: the finding, accepted
+    assert moved.model.log_start == 3
