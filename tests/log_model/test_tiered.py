@@ -165,5 +165,8 @@ def test_list_offsets_by_time_on_a_tiered_partition_skips_remote_records(
 
     replay_program(kreplica_log_tiered_cluster, tmp_path / "replay", tiered_finding.PROGRAM,
                    TimeAnswers)
-    assert seen[-1] == (tiered_finding.LOG_START, tiered_finding.EARLIEST,
-                        tiered_finding.KAFKA_ANSWER), seen
+    # 193 once the local log starts there; none while a local copy of the segment that
+    # straddles the log start is still on disk (a loaded machine): the local finding. Never
+    # the earliest, 159, while Kafka keeps both behaviours
+    assert seen[-1][:2] == (tiered_finding.LOG_START, tiered_finding.EARLIEST), seen
+    assert seen[-1][2] in (tiered_finding.KAFKA_ANSWER, None), seen
