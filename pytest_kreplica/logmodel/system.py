@@ -35,7 +35,10 @@ class OutOfRange(Exception):
 
 
 class SystemFailure(AssertionError):
-    """The system failed an operation the model expects to succeed (expected / seen)."""
+    """The system failed an operation the model expects to succeed (expected / seen);
+    ``last_error``: a retried call's last exception, if any."""
+
+    last_error: BaseException | None = None
 
 
 class DeleteRecordsUnanswered(SystemFailure):
@@ -55,15 +58,19 @@ def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S,
 
     answer: list[Any] = []
     ruled_out: list[str] = []  # ends the wait at once (wait_for retries through exceptions)
+    last: list[BaseException | None] = [None]  # the last attempt's Kafka error, if any
 
     def attempt() -> str | None:
+        last[0] = None
         try:
             answer[:] = [call()]
         except UnknownBrokerIdError as exc:
+            last[0] = exc
             if on_stale is not None:
                 on_stale()
             return f"{type(exc).__name__}: {exc} (the client's metadata)"
         except KafkaError as exc:
+            last[0] = exc
             if not (exc.retriable or exc.invalid_metadata):  # an answer the model rules out
                 ruled_out.append(f"{what}: expected an answer, seen {type(exc).__name__}: "
                                  f"{exc}")
@@ -73,7 +80,9 @@ def retrying(call: Callable[[], Any], what: str, timeout: float = RETRY_S,
     try:
         wait_for(attempt, timeout, what, poll=0.1)
     except ClusterError as exc:
-        raise SystemFailure(str(exc)) from None
+        failure = SystemFailure(str(exc))
+        failure.last_error = last[0]
+        raise failure from None
     if ruled_out:
         raise SystemFailure(ruled_out[0])
     return answer[0]
@@ -243,17 +252,12 @@ class LogSystem:
         from kafka.errors import OffsetOutOfRangeError, RequestTimedOutError
 
         tp = self._tp(topic)
-        last: list[BaseException | None] = [None]
 
         def call() -> Any:
             try:
-                last[0] = None
                 return self.admin().delete_records({tp: offset}, timeout_ms=REQUEST_TIMEOUT_MS)
             except OffsetOutOfRangeError as exc:  # an answer, not an error to retry
                 return exc
-            except Exception as exc:
-                last[0] = exc
-                raise
 
         # retried (bounded) like ListOffsets: a CI run's DeleteRecords met ECONNREFUSED from a
         # node restarted two steps before, and the test ended in Hypothesis' "inconsistent
@@ -262,7 +266,7 @@ class LogSystem:
             answer = retrying(call, f"DeleteRecords {topic} up to offset {offset}",
                               timeout=self.retry_s)
         except SystemFailure as exc:
-            if isinstance(last[0], RequestTimedOutError):
+            if isinstance(exc.last_error, RequestTimedOutError):
                 raise DeleteRecordsUnanswered(str(exc)) from None
             raise
         if isinstance(answer, OffsetOutOfRangeError):

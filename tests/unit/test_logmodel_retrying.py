@@ -43,3 +43,11 @@ def test_an_answer_the_model_rules_out_is_a_failure_at_once():
 def test_a_stale_client_past_the_bound_is_a_failure_naming_the_wait():
     with pytest.raises(SystemFailure, match="reordering"):
         retrying(answers(*[UnknownBrokerIdError(1)] * 1000), "reordering", timeout=0.5)
+
+
+def test_a_failure_past_the_bound_carries_the_last_error():
+    from kafka.errors import RequestTimedOutError
+
+    with pytest.raises(SystemFailure) as failed:
+        retrying(answers(*[RequestTimedOutError()] * 1000), "DeleteRecords", timeout=0.5)
+    assert isinstance(failed.value.last_error, RequestTimedOutError)
