@@ -30,6 +30,22 @@ CREATE_S_PER_1000_REPLICAS = 10.0
 # source): a bound, not a measurement; the plan's shape gets 138 s more than a small cluster
 WAIT_S_PER_1000_REPLICAS = 40.0
 
+# MirrorMaker 2's heap: its small default up to SMALL_MIRRORED partitions, and more for a
+# mirror of the plan's shape, whose one consumer and one producer span every partition and
+# whose tasks keep an offset sync per partition: a bound, not a measurement (10,000
+# partitions: 640 MB)
+MIRROR_HEAP_MB = 256
+SMALL_MIRRORED = 1000
+MIRROR_HEAP_MB_PER_1000_PARTITIONS = 32
+
+
+def mirror_heap_mb(partitions: int) -> int:
+    """The heap of a MirrorMaker 2 mirroring ``partitions`` partitions."""
+    if partitions <= SMALL_MIRRORED:
+        return MIRROR_HEAP_MB
+    wanted = MIRROR_HEAP_MB + MIRROR_HEAP_MB_PER_1000_PARTITIONS * partitions / 1000
+    return int(math.ceil(wanted / HEAP_ROUND_MB) * HEAP_ROUND_MB)
+
 
 def replicas_per_broker(topics: int, partitions: int, replication_factor: int,
                         brokers: int) -> int:

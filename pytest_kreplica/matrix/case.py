@@ -74,6 +74,8 @@ if TYPE_CHECKING:
         target_kafka_version: str | None
         replication_policy: str
         mirror_semantics: str
+        target_brokers: int | None
+        target_replication_factor: int | None
         compat: str
         backend: str
         tiered: str

@@ -273,6 +273,17 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               doc="MirrorMaker 2 delivery: exactly-once runs its worker with "
                   "exactly.once.source.support=enabled (KIP-618, Kafka >= 3.5) and reads the "
                   "target read_committed; the case then expects exactly-once", type="str"),
+    Dimension("target_brokers", _int_at_least(1), None,
+              lambda v: "" if v is None else f"tb{v}",  # the default names no part
+              doc="mirror: the target cluster's size (default: brokers); a target smaller "
+                  "than a large source keeps a two-cluster case on one machine",
+              type="int | None"),
+    Dimension("target_replication_factor", _int_at_least(1), None,
+              lambda v: "" if v is None else f"trf{v}",
+              doc="mirror: replicas per mirrored partition on the target (default: "
+                  "replication_factor, at most target_brokers); the faults strike the source, "
+                  "the target only has to hold what MirrorMaker 2 wrote",
+              type="int | None"),
     Dimension("compat", _choice("mirror-pair", "upgrade"), "mirror-pair", lambda v: v,
               lambda v: ["upgrade"] if v == "upgrade" else [],
               ("mirror-pair", "upgrade"),

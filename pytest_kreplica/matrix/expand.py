@@ -217,6 +217,8 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise matrix_error(path, f"{where}.mirror_semantics",
                            f"exactly-once needs a mirrored scenario, got {scenario}; allowed: "
                            "at-least-once")
+    if p["target_brokers"] is not None or p["target_replication_factor"] is not None:
+        _check_target_size(path, where, p, scenario)
     if p["failure"] != "none" and p["workload"] == "plain" and (
             p["target"] in WORKLOAD_TARGETS or p["target"] == GROUP_MEMBER):
         raise matrix_error(path, f"{where}.target",
@@ -229,6 +231,22 @@ def _check_case(path: Path, case_id: str, p: Mapping[str, Any], scenario: str) -
         raise matrix_error(path, f"{where}.target",
                            f"mirror-maker needs scenario mirror, got {scenario}; allowed: "
                            "leader | follower | controller")
+
+
+def _check_target_size(path: Path, where: str, p: Mapping[str, Any], scenario: str) -> None:
+    """A mirror target of its own size: a mirrored scenario, and no more replicas than
+    target brokers."""
+    key = "target_brokers" if p["target_brokers"] is not None else "target_replication_factor"
+    if scenario != "mirror":
+        raise matrix_error(path, f"{where}.{key}",
+                           f"sizes the mirror target, got scenario {scenario}; allowed: "
+                           "scenario mirror, or no value")
+    brokers = p["target_brokers"] or p["brokers"]
+    factor = p["target_replication_factor"] or min(p["replication_factor"], brokers)
+    if factor > brokers:
+        raise matrix_error(path, f"{where}.target_replication_factor",
+                           f"{factor} is above the target's {brokers} brokers; allowed: "
+                           f"1..{brokers}")
 
 
 def _check_composed(path: Path, where: str, p: Mapping[str, Any], scenario: str) -> None:

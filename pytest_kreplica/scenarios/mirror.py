@@ -23,6 +23,12 @@ from ..cluster.admin.clients import close_producer
 from ..cluster.base import NodeState
 from ..cluster.mirrormaker import NODE_NAME, ROLE, START_TIMEOUT_S, MirrorMaker, create_mirror_maker
 from ..cluster.pool import cluster_spec
+from ..cluster.sizing import (
+    CREATE_S_PER_1000_REPLICAS,
+    broker_heap_mb,
+    mirror_heap_mb,
+    replicas_per_broker,
+)
 from ..faults import Component
 from ..history import now_ns
 from ..validation.replicas.batches import CONTROL_MASK, SegmentScanner
@@ -78,8 +84,12 @@ def run_mirror_case(case: Case, source: Cluster, target: Cluster, run_dir: Path,
     mm = create_mirror_maker(source, target, topics, run_dir / "mirror-maker",
                              kafka_version=mirror_version or
                              target.describe().get("kafka_version"),
-                             policy=case.replication_policy, exactly_once=exactly_once)
-    hooks.before_produce["mirror_start"] = lambda ctx: _start(ctx, mm)
+                             policy=case.replication_policy, exactly_once=exactly_once,
+                             replication_factor=getattr(case, "target_replication_factor",
+                                                        None),
+                             heap_mb=mirror_heap_mb(len(topics) * case.partitions))
+    ready_s = ready_timeout(len(topics) * case.partitions, target_shape(case)[1])
+    hooks.before_produce["mirror_start"] = lambda ctx: _start(ctx, mm, ready_s)
     hooks.cleanup.append(lambda ctx: _close(ctx, mm))
     if case.fault_timing != "consume":  # else the nemesis owns MirrorMaker 2 in the drain
         hooks.during_consume.append(lambda ctx: restart_killed_tasks(ctx, mm))
@@ -98,7 +108,23 @@ def run_mirror_case(case: Case, source: Cluster, target: Cluster, run_dir: Path,
                     topics=topics, run_meta={"mirror": mirror_meta})
 
 
-def _start(ctx: CaseContext, mm: MirrorMaker) -> None:
+def ready_timeout(partitions: int, replication_factor: int) -> float:
+    """How long MirrorMaker 2 may take from its launch to a first record in every mirrored
+    topic: ``START_TIMEOUT_S``, and for a large mirror the time its target takes to create
+    the topics' replicas (``cluster.sizing``)."""
+    return START_TIMEOUT_S + CREATE_S_PER_1000_REPLICAS * partitions * replication_factor / 1000
+
+
+def target_shape(case: Case) -> tuple[int, int]:
+    """The mirror target's brokers and the replicas of each mirrored partition there
+    (``target_brokers``, ``target_replication_factor``): by default the source's brokers and
+    up to 3 replicas, as MirrorMaker 2 is configured (``mm2_properties``)."""
+    brokers = getattr(case, "target_brokers", None) or case.brokers
+    factor = getattr(case, "target_replication_factor", None) or min(3, brokers)
+    return brokers, factor
+
+
+def _start(ctx: CaseContext, mm: MirrorMaker, ready_s: float = START_TIMEOUT_S) -> None:
     """Start MirrorMaker 2, send a probe record per topic and wait until each is mirrored;
     then offer it to the nemesis as the ``mirror-maker`` component."""
     mm.start()
@@ -108,11 +134,12 @@ def _start(ctx: CaseContext, mm: MirrorMaker) -> None:
     probes = probe(ctx.topics, ctx.cluster.live_bootstrap_servers(),
                    ClusterWriter(ctx.writer, "source"))
     ctx.acked_elsewhere |= probes
-    ctx.extra["mirror_ready_s"] = round(mm.wait_ready(), 3)
+    ctx.extra["mirror_ready_s"] = round(mm.wait_ready(ready_s), 3)
     ctx.logs["mirror-maker"] = str(mm.log_file)
     ctx.components[ROLE] = mirror_component(
         mm, lambda: len(ctx.consumer.seen),
-        _consumer_progress(mm, lambda: ctx.consumer, lambda: ctx.stats, probes))
+        _consumer_progress(mm, lambda: ctx.consumer, lambda: ctx.stats, probes, ready_s),
+        recovery_timeout=ready_s)
 
 
 def restart_killed_tasks(ctx: CaseContext, mm: MirrorMaker,
@@ -182,11 +209,12 @@ def probe(topics: list[str], bootstrap: str, writer: RunWriter | ClusterWriter) 
 
 
 def _consumer_progress(mm: MirrorMaker, consumer: Callable[[], Consumer],
-                       stats: Callable[[], ProduceStats], probes: set[str]
-                       ) -> Callable[[int, float], None]:
+                       stats: Callable[[], ProduceStats], probes: set[str],
+                       start_s: float = START_TIMEOUT_S) -> Callable[[int, float], None]:
     """Recovery as the case's own reader sees it: new mirrored ids reach the target's
     consumer, or every id acknowledged so far has (nothing left to mirror). A restarted
-    MirrorMaker 2 gets at least ``START_TIMEOUT_S``: its launch alone takes ≈ 10 s idle."""
+    MirrorMaker 2 gets at least ``start_s`` (``ready_timeout``): its launch alone takes
+    ≈ 10 s idle."""
     def wait(baseline: int, timeout: float) -> None:
         def moving() -> str | None:
             mm.check_running()
@@ -199,7 +227,7 @@ def _consumer_progress(mm: MirrorMaker, consumer: Callable[[], Consumer],
                 return None
             return f"the target's consumer has seen {seen} ids (at the restore: {baseline})"
 
-        wait_for(moving, max(timeout, START_TIMEOUT_S),
+        wait_for(moving, max(timeout, start_s),
                  "new mirrored records at the target's consumer", mm.hint())
 
     return wait
@@ -218,7 +246,8 @@ def _clusters_section(ctx: CaseContext) -> None:
 
 
 def mirror_component(mm: MirrorMaker, progress: Callable[[], int] | None = None,
-                     wait_progress: Callable[[int, float], Any] | None = None) -> Component:
+                     wait_progress: Callable[[int, float], Any] | None = None,
+                     recovery_timeout: float = START_TIMEOUT_S) -> Component:
     """MirrorMaker 2 as a ``nemesis.Component`` (target ``mirror-maker``). Recovery is
     observed: by default the mirrored records on the target grow past the count at the
     restore; a case passes its consumer's view instead (``progress`` / ``wait_progress``),
@@ -227,7 +256,7 @@ def mirror_component(mm: MirrorMaker, progress: Callable[[], int] | None = None,
         mm.wait_mirroring(baseline, timeout)
 
     return Component(NODE_NAME, "MirrorMaker 2", mm, progress or mm.target_total,
-                     wait_progress or default_wait, recovery_timeout=START_TIMEOUT_S)
+                     wait_progress or default_wait, recovery_timeout=recovery_timeout)
 
 
 def target_batch_kinds(replicas_dir: Path) -> dict[str, int]:
@@ -274,11 +303,15 @@ def target_batch_kinds(replicas_dir: Path) -> dict[str, int]:
 
 def pair_specs(case: Case, target_version: str | None = None
                ) -> tuple[ClusterSpec, ClusterSpec]:
-    """The two ClusterSpecs of a mirrored case: equal but for their role (and the target's
-    version in a mixed-version pair), so the session pool keeps them apart."""
+    """The two ClusterSpecs of a mirrored case: equal but for their role, the target's
+    version in a mixed-version pair and the target's size (``target_shape``, its heap sized
+    to the replicas each of its brokers holds), so the session pool keeps them apart."""
     base = cluster_spec(case)
+    brokers, factor = target_shape(case)
+    heap = broker_heap_mb(replicas_per_broker(case.topics, case.partitions, factor, brokers))
     return (replace(base, role="source"),
-            replace(base, role="target", kafka_version=target_version))
+            replace(base, role="target", kafka_version=target_version, brokers=brokers,
+                    heap_mb=heap))
 
 
 def acquire_pair(pool: ClusterPool, case: Case, target_version: str | None = None

@@ -41,13 +41,15 @@ def mirrored_name(topic: str, policy: str = "default", alias: str = SOURCE_ALIAS
 def mm2_properties(source_bootstrap: str, target_bootstrap: str, topics: list[str], *,
                    policy: str = "default", source_brokers: int = 3,
                    target_brokers: int = 3, instance: str = "kreplica",
-                   exactly_once: bool = False, rest_port: int | None = None
-                   ) -> dict[str, str]:
+                   exactly_once: bool = False, rest_port: int | None = None,
+                   replication_factor: int | None = None) -> dict[str, str]:
     """The dedicated-mode configuration (KAFKA-NOTES "MirrorMaker 2"): one flow
     source->target for exactly ``topics``, internal topics sized to the clusters and named
     per ``instance``, 1 s refresh intervals, and no delay before a restarted worker takes
     its tasks back (Connect waits ``scheduled.rebalance.max.delay.ms``, 5 min by default,
-    for a departed member, which would stall mirroring after a hard failure).
+    for a departed member, which would stall mirroring after a hard failure). The mirrored
+    topics get ``replication_factor`` replicas on the target (default: up to 3, as the
+    internal topics).
 
     ``exactly_once`` (Kafka >= 3.5): the target's worker gets
     ``exactly.once.source.support=enabled`` (KIP-618), which needs the internal REST server
@@ -70,7 +72,7 @@ def mm2_properties(source_bootstrap: str, target_bootstrap: str, topics: list[st
         f"{SOURCE_ALIAS}->{TARGET_ALIAS}.topics": "|".join(re.escape(t) for t in topics),
         f"{TARGET_ALIAS}->{SOURCE_ALIAS}.enabled": "false",
         "tasks.max": "1",
-        "replication.factor": rf_target,
+        "replication.factor": str(replication_factor) if replication_factor else rf_target,
         "offset-syncs.topic.replication.factor": rf_source,
         "heartbeats.topic.replication.factor": rf_target,
         "checkpoints.topic.replication.factor": rf_target,

@@ -47,6 +47,13 @@ STOP_TIMEOUT_S = 30.0
 KILL_WAIT_S = 15.0
 
 
+def named(topics: list[str], shown: int = 5) -> str:
+    """``topics`` for a message: all of a few, else how many and the first ``shown``."""
+    if len(topics) <= shown:
+        return str(topics)
+    return f"{len(topics)} topics ({', '.join(topics[:shown])}, …)"
+
+
 class MirrorMaker:
     """One dedicated MirrorMaker 2 process between two started clusters (module docstring).
 
@@ -56,8 +63,10 @@ class MirrorMaker:
 
     def __init__(self, source: Cluster, target: Cluster, topics: list[str], workdir: Path | str, *,
                  kafka_version: str | None = None, policy: str = "default",
-                 heap_mb: int = 256, exactly_once: bool = False):
+                 heap_mb: int = 256, exactly_once: bool = False,
+                 replication_factor: int | None = None):
         self.source = source
+        self.replication_factor = replication_factor  # of the mirrored topics on the target
         self.exactly_once = exactly_once
         self.rest_port: int | None = None  # claimed at the first start (exactly-once only)
         self._claimed_ports: list[int] = []  # host ports this object claimed (and releases)
@@ -118,7 +127,8 @@ class MirrorMaker:
                                    source_brokers=len(self.source.nodes),
                                    target_brokers=len(self.target.nodes),
                                    instance=self.instance, exactly_once=self.exactly_once,
-                                   rest_port=self.rest_port)
+                                   rest_port=self.rest_port,
+                                   replication_factor=self.replication_factor)
             self.config_file.write_text(render_properties(props))
         flags = [*reaper.owner_flags(str(self.workdir)), f"-Dkreplica.node={NODE_NAME}",
                  *self.dist.jvm_flags(self.heap_mb, archive=False)]
@@ -251,7 +261,8 @@ class MirrorMaker:
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> float:
         """Wait until every mirrored topic exists on the target and holds a record; return
-        the seconds since the last launch."""
+        the seconds since the last launch. A case mirroring many partitions passes a longer
+        ``timeout`` (``scenarios.mirror.ready_timeout``)."""
         def ready() -> str | None:
             self.check_running()
             ends = self.target_end_offsets()
@@ -259,10 +270,10 @@ class MirrorMaker:
                 return "mirrored topics not all on the target yet"
             empty = sorted({t for (t, _p), off in ends.items()} -
                            {t for (t, _p), off in ends.items() if off > 0})
-            return f"no record yet in {empty}" if empty else None
+            return f"no record yet in {named(empty)}" if empty else None
 
-        wait_for(ready, timeout, f"mirrored topics {sorted(self.mirrored.values())} on the "
-                                  f"target with a first record", self.hint())
+        wait_for(ready, timeout, f"mirrored topics {named(sorted(self.mirrored.values()))} on "
+                                  f"the target with a first record", self.hint())
         return time.monotonic() - self.starts[-1]
 
     def wait_mirroring(self, baseline: int, timeout: float = START_TIMEOUT_S,
