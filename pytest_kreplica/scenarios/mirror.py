@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.admin.clients import close_producer
-from ..cluster.base import NodeState
+from ..cluster.base import NodeState, TopicSpec
 from ..cluster.mirrormaker import NODE_NAME, ROLE, START_TIMEOUT_S, MirrorMaker, create_mirror_maker
 from ..cluster.pool import cluster_spec
 from ..cluster.sizing import (
     CREATE_S_PER_1000_REPLICAS,
+    TOPIC_BATCH_PARTITIONS,
     broker_heap_mb,
+    create_topics_in_batches,
     mirror_heap_mb,
     replicas_per_broker,
 )
@@ -89,7 +91,8 @@ def run_mirror_case(case: Case, source: Cluster, target: Cluster, run_dir: Path,
                                                         None),
                              heap_mb=mirror_heap_mb(len(topics) * case.partitions))
     ready_s = ready_timeout(len(topics) * case.partitions, target_shape(case)[1])
-    hooks.before_produce["mirror_start"] = lambda ctx: _start(ctx, mm, ready_s)
+    first = target_topics(mm.mirrored, case.partitions, target_shape(case)[1])
+    hooks.before_produce["mirror_start"] = lambda ctx: _start(ctx, mm, ready_s, first)
     hooks.cleanup.append(lambda ctx: _close(ctx, mm))
     if case.fault_timing != "consume":  # else the nemesis owns MirrorMaker 2 in the drain
         hooks.during_consume.append(lambda ctx: restart_killed_tasks(ctx, mm))
@@ -124,9 +127,24 @@ def target_shape(case: Case) -> tuple[int, int]:
     return brokers, factor
 
 
-def _start(ctx: CaseContext, mm: MirrorMaker, ready_s: float = START_TIMEOUT_S) -> None:
-    """Start MirrorMaker 2, send a probe record per topic and wait until each is mirrored;
-    then offer it to the nemesis as the ``mirror-maker`` component."""
+def target_topics(mirrored: dict[str, str], partitions: int, replication_factor: int
+                  ) -> list[TopicSpec]:
+    """The mirrored topics a large mirror's target gets before MirrorMaker 2 starts; none for
+    a small one. MirrorMaker 2 creates every missing topic in one CreateTopics request, which
+    a KRaft controller refuses past 10,000 records ("Unable to perform excessively large
+    batch operation"): the plan's 1000 topics x 10 partitions are past it."""
+    if len(mirrored) * partitions <= TOPIC_BATCH_PARTITIONS:
+        return []
+    return [TopicSpec(name, partitions, replication_factor) for name in mirrored.values()]
+
+
+def _start(ctx: CaseContext, mm: MirrorMaker, ready_s: float = START_TIMEOUT_S,
+           first: list[TopicSpec] | None = None) -> None:
+    """Create a large mirror's topics on the target in batches (``target_topics``), start
+    MirrorMaker 2, send a probe record per topic and wait until each is mirrored; then offer
+    it to the nemesis as the ``mirror-maker`` component."""
+    if first:
+        create_topics_in_batches(mm.target, first, START_TIMEOUT_S)
     mm.start()
     ctx.writer.event("start", node=NODE_NAME, role=ROLE,
                      detail=f"MirrorMaker 2 {mm.dist.version} policy {mm.policy}"

@@ -13,7 +13,12 @@ from pytest_kreplica.cluster.mirrormaker.process import named
 from pytest_kreplica.cluster.sizing import MIRROR_HEAP_MB, broker_heap_mb, mirror_heap_mb
 from pytest_kreplica.errors import MatrixError
 from pytest_kreplica.matrix import parse_matrix
-from pytest_kreplica.scenarios.mirror import pair_specs, ready_timeout, target_shape
+from pytest_kreplica.scenarios.mirror import (
+    pair_specs,
+    ready_timeout,
+    target_shape,
+    target_topics,
+)
 
 
 def _case(**dims):
@@ -81,3 +86,11 @@ def test_waits_name_a_few_topics_and_count_the_rest():
     assert named(["a", "b"]) == "['a', 'b']"
     many = named([f"t{i}" for i in range(1000)])
     assert many.startswith("1000 topics (t0, t1, t2, t3, t4") and "t999" not in many
+
+
+def test_only_a_large_mirror_creates_its_target_topics_first():
+    assert target_topics({"t": "source.t"}, 10, 3) == []
+    mirrored = {f"t{i}": f"source.t{i}" for i in range(1000)}
+    first = target_topics(mirrored, 10, 1)
+    assert len(first) == 1000 and first[0].name == "source.t0"
+    assert {(t.partitions, t.replication_factor) for t in first} == {(10, 1)}
