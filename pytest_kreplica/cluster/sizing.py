@@ -43,8 +43,16 @@ def mirror_heap_mb(partitions: int) -> int:
     """The heap of a MirrorMaker 2 mirroring ``partitions`` partitions."""
     if partitions <= SMALL_MIRRORED:
         return MIRROR_HEAP_MB
-    wanted = MIRROR_HEAP_MB + MIRROR_HEAP_MB_PER_1000_PARTITIONS * partitions / 1000
-    return int(math.ceil(wanted / HEAP_ROUND_MB) * HEAP_ROUND_MB)
+    return _rounded_heap(MIRROR_HEAP_MB + MIRROR_HEAP_MB_PER_1000_PARTITIONS * partitions / 1000)
+
+
+def _rounded_heap(wanted_mb: float) -> int:
+    return int(math.ceil(wanted_mb / HEAP_ROUND_MB) * HEAP_ROUND_MB)
+
+
+def creation_bound(base_s: float, replicas: int) -> float:
+    """``base_s`` plus the time a cluster may take to create ``replicas`` replicas."""
+    return base_s + CREATE_S_PER_1000_REPLICAS * replicas / 1000
 
 
 def replicas_per_broker(topics: int, partitions: int, replication_factor: int,
@@ -64,8 +72,7 @@ def broker_heap_mb(replicas: int) -> int | None:
     cluster, unchanged)."""
     if replicas <= SMALL_REPLICAS:
         return None
-    wanted = DEFAULT_HEAP_MB + HEAP_MB_PER_1000_REPLICAS * replicas / 1000
-    return int(math.ceil(wanted / HEAP_ROUND_MB) * HEAP_ROUND_MB)
+    return _rounded_heap(DEFAULT_HEAP_MB + HEAP_MB_PER_1000_REPLICAS * replicas / 1000)
 
 
 def scaled_wait(base_s: float, replicas: int) -> float:
@@ -96,5 +103,4 @@ def create_topics_in_batches(cluster: Any, specs: list[TopicSpec], base_timeout_
     production shape's 30,000 replicas outlasts any single bound and says nothing on the way."""
     for batch in topic_batches(specs):
         replicas = sum(s.partitions * s.replication_factor for s in batch)
-        cluster.create_topics(batch, timeout=base_timeout_s
-                              + CREATE_S_PER_1000_REPLICAS * replicas / 1000)
+        cluster.create_topics(batch, timeout=creation_bound(base_timeout_s, replicas))

@@ -280,9 +280,9 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in [
               type="int | None"),
     Dimension("target_replication_factor", _int_at_least(1), None,
               lambda v: "" if v is None else f"trf{v}",
-              doc="mirror: replicas per mirrored partition on the target (default: "
-                  "replication_factor, at most target_brokers); the faults strike the source, "
-                  "the target only has to hold what MirrorMaker 2 wrote",
+              doc="mirror: replicas per mirrored partition on the target (default: up to "
+                  "3, at most target_brokers, as MirrorMaker 2 sets); the faults strike the "
+                  "source, the target only has to hold what MirrorMaker 2 wrote",
               type="int | None"),
     Dimension("compat", _choice("mirror-pair", "upgrade"), "mirror-pair", lambda v: v,
               lambda v: ["upgrade"] if v == "upgrade" else [],

@@ -242,8 +242,8 @@ def _check_target_size(path: Path, where: str, p: Mapping[str, Any], scenario: s
                            f"sizes the mirror target, got scenario {scenario}; allowed: "
                            "scenario mirror, or no value")
     brokers = p["target_brokers"] or p["brokers"]
-    factor = p["target_replication_factor"] or min(p["replication_factor"], brokers)
-    if factor > brokers:
+    factor = p["target_replication_factor"]
+    if factor is not None and factor > brokers:
         raise matrix_error(path, f"{where}.target_replication_factor",
                            f"{factor} is above the target's {brokers} brokers; allowed: "
                            f"1..{brokers}")

@@ -24,10 +24,10 @@ from ..cluster.base import NodeState, TopicSpec
 from ..cluster.mirrormaker import NODE_NAME, ROLE, START_TIMEOUT_S, MirrorMaker, create_mirror_maker
 from ..cluster.pool import cluster_spec
 from ..cluster.sizing import (
-    CREATE_S_PER_1000_REPLICAS,
     TOPIC_BATCH_PARTITIONS,
     broker_heap_mb,
     create_topics_in_batches,
+    creation_bound,
     mirror_heap_mb,
     replicas_per_broker,
 )
@@ -90,8 +90,9 @@ def run_mirror_case(case: Case, source: Cluster, target: Cluster, run_dir: Path,
                              replication_factor=getattr(case, "target_replication_factor",
                                                         None),
                              heap_mb=mirror_heap_mb(len(topics) * case.partitions))
-    ready_s = ready_timeout(len(topics) * case.partitions, target_shape(case)[1])
-    first = target_topics(mm.mirrored, case.partitions, target_shape(case)[1])
+    _, factor = target_shape(case)
+    ready_s = ready_timeout(len(topics) * case.partitions, factor)
+    first = target_topics(mm.mirrored, case.partitions, factor)
     hooks.before_produce["mirror_start"] = lambda ctx: _start(ctx, mm, ready_s, first)
     hooks.cleanup.append(lambda ctx: _close(ctx, mm))
     if case.fault_timing != "consume":  # else the nemesis owns MirrorMaker 2 in the drain
@@ -115,7 +116,7 @@ def ready_timeout(partitions: int, replication_factor: int) -> float:
     """How long MirrorMaker 2 may take from its launch to a first record in every mirrored
     topic: ``START_TIMEOUT_S``, and for a large mirror the time its target takes to create
     the topics' replicas (``cluster.sizing``)."""
-    return START_TIMEOUT_S + CREATE_S_PER_1000_REPLICAS * partitions * replication_factor / 1000
+    return creation_bound(START_TIMEOUT_S, partitions * replication_factor)
 
 
 def target_shape(case: Case) -> tuple[int, int]:
