@@ -37,6 +37,11 @@ WAIT_S_PER_1000_REPLICAS = 40.0
 MIRROR_HEAP_MB = 256
 SMALL_MIRRORED = 1000
 MIRROR_HEAP_MB_PER_1000_PARTITIONS = 32
+# how often MirrorMaker 2 looks for new topics and consumer groups: each look lists and
+# describes every mirrored topic on both clusters, which took 2-5 s at 10,000 partitions,
+# so a 1 s interval kept it busy all the time; a large mirror's topics exist before it starts
+MIRROR_REFRESH_S = 1
+LARGE_MIRROR_REFRESH_S = 30
 
 
 def mirror_heap_mb(partitions: int) -> int:
@@ -44,6 +49,11 @@ def mirror_heap_mb(partitions: int) -> int:
     if partitions <= SMALL_MIRRORED:
         return MIRROR_HEAP_MB
     return _rounded_heap(MIRROR_HEAP_MB + MIRROR_HEAP_MB_PER_1000_PARTITIONS * partitions / 1000)
+
+
+def mirror_refresh_s(partitions: int) -> int:
+    """MirrorMaker 2's topic and group refresh interval for ``partitions`` mirrored."""
+    return MIRROR_REFRESH_S if partitions <= SMALL_MIRRORED else LARGE_MIRROR_REFRESH_S
 
 
 def _rounded_heap(wanted_mb: float) -> int:

@@ -29,6 +29,7 @@ from ..cluster.sizing import (
     create_topics_in_batches,
     creation_bound,
     mirror_heap_mb,
+    mirror_refresh_s,
     replicas_per_broker,
 )
 from ..faults import Component
@@ -83,15 +84,17 @@ def run_mirror_case(case: Case, source: Cluster, target: Cluster, run_dir: Path,
     run_dir = Path(run_dir)
     topics = topic_names(case)
     exactly_once = case.mirror_semantics == "exactly-once"
+    partitions = len(topics) * case.partitions
     mm = create_mirror_maker(source, target, topics, run_dir / "mirror-maker",
                              kafka_version=mirror_version or
                              target.describe().get("kafka_version"),
                              policy=case.replication_policy, exactly_once=exactly_once,
                              replication_factor=getattr(case, "target_replication_factor",
                                                         None),
-                             heap_mb=mirror_heap_mb(len(topics) * case.partitions))
+                             heap_mb=mirror_heap_mb(partitions),
+                             refresh_s=mirror_refresh_s(partitions))
     _, factor = target_shape(case)
-    ready_s = ready_timeout(len(topics) * case.partitions, factor)
+    ready_s = ready_timeout(partitions, factor)
     first = target_topics(mm.mirrored, case.partitions, factor)
     hooks.before_produce["mirror_start"] = lambda ctx: _start(ctx, mm, ready_s, first)
     hooks.cleanup.append(lambda ctx: _close(ctx, mm))

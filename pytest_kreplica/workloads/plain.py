@@ -156,11 +156,12 @@ class Consumer(DrainingReader):
             isolation_level=self.isolation_level)
         tps = [TopicPartition(t, p) for t, p in self.targets]
         consumer.assign(tps)
+        # one call for every partition: kafka-python checks each named partition against
+        # the whole assignment, which is quadratic at the plan's 10,000 partitions
+        consumer.seek_to_beginning()
         for tp in tps:
             position = self._positions.get((tp.topic, tp.partition))
-            if position is None:
-                consumer.seek_to_beginning(tp)
-            else:
+            if position is not None:
                 consumer.seek(tp, position)
         self.writer.event("assign", process=self.process,
                           detail=" ".join(f"{t}:{p}" for t, p in self.targets))
@@ -211,7 +212,17 @@ class Consumer(DrainingReader):
 
 def _fetch_positions(consumer: Any) -> dict[tuple[str, int], int]:
     """The client's position (next offset it returns) of each assigned partition that
-    has one; no network wait."""
+    has one; no network wait.
+
+    kafka-python's public ``position(tp)`` scans the whole assignment on every call, so
+    asking it for each partition after each poll is quadratic: about 100 s a poll at
+    10,000 partitions, and such a consumer never returns a record. The subscription
+    state's ``all_consumed_offsets()`` (what ``commit()`` sends) gives every position in
+    one pass; the public call is the fallback for a client without it."""
+    subscription = getattr(consumer, "_subscription", None)
+    consumed = getattr(subscription, "all_consumed_offsets", None)
+    if consumed is not None:
+        return {(tp.topic, tp.partition): meta.offset for tp, meta in consumed().items()}
     positions = {}
     for tp in consumer.assignment():
         with contextlib.suppress(Exception):  # no position yet: the partition counts as 0

@@ -10,7 +10,12 @@ import pytest
 
 from pytest_kreplica.cluster.mirrormaker import START_TIMEOUT_S, mm2_properties
 from pytest_kreplica.cluster.mirrormaker.process import named
-from pytest_kreplica.cluster.sizing import MIRROR_HEAP_MB, broker_heap_mb, mirror_heap_mb
+from pytest_kreplica.cluster.sizing import (
+    MIRROR_HEAP_MB,
+    broker_heap_mb,
+    mirror_heap_mb,
+    mirror_refresh_s,
+)
 from pytest_kreplica.errors import MatrixError
 from pytest_kreplica.matrix import parse_matrix
 from pytest_kreplica.scenarios.mirror import (
@@ -80,6 +85,16 @@ def test_a_large_mirror_gets_a_larger_heap_and_a_longer_start():
     assert mirror_heap_mb(10_000) > MIRROR_HEAP_MB and mirror_heap_mb(10_000) % 128 == 0
     assert ready_timeout(100, 3) == pytest.approx(START_TIMEOUT_S + 3.0)
     assert ready_timeout(10_000, 1) > ready_timeout(100, 3)
+
+
+def test_a_large_mirror_refreshes_its_topics_less_often():
+    def refresh(partitions):
+        props = mm2_properties("s:1", "t:1", ["a"], refresh_s=mirror_refresh_s(partitions))
+        return {props["refresh.topics.interval.seconds"],
+                props["refresh.groups.interval.seconds"]}
+
+    assert refresh(100) == {"1"}
+    assert refresh(10_000) == {str(mirror_refresh_s(10_000))} != {"1"}
 
 
 def test_waits_name_a_few_topics_and_count_the_rest():

@@ -42,12 +42,14 @@ def mm2_properties(source_bootstrap: str, target_bootstrap: str, topics: list[st
                    policy: str = "default", source_brokers: int = 3,
                    target_brokers: int = 3, instance: str = "kreplica",
                    exactly_once: bool = False, rest_port: int | None = None,
-                   replication_factor: int | None = None) -> dict[str, str]:
+                   replication_factor: int | None = None,
+                   refresh_s: int = 1) -> dict[str, str]:
     """The dedicated-mode configuration (KAFKA-NOTES "MirrorMaker 2"): one flow
     source->target for exactly ``topics``, internal topics sized to the clusters and named
-    per ``instance``, 1 s refresh intervals, and no delay before a restarted worker takes
-    its tasks back (Connect waits ``scheduled.rebalance.max.delay.ms``, 5 min by default,
-    for a departed member, which would stall mirroring after a hard failure). The mirrored
+    per ``instance``, topics and groups refreshed every ``refresh_s`` seconds, and no delay
+    before a restarted worker takes its tasks back (Connect waits
+    ``scheduled.rebalance.max.delay.ms``, 5 min by default, for a departed member, which
+    would stall mirroring after a hard failure). The mirrored
     topics get ``replication_factor`` replicas on the target (default: up to 3, as the
     internal topics).
 
@@ -78,8 +80,8 @@ def mm2_properties(source_bootstrap: str, target_bootstrap: str, topics: list[st
         "checkpoints.topic.replication.factor": rf_target,
         "sync.topic.acls.enabled": "false",
         "sync.group.offsets.enabled": "false",
-        "refresh.topics.interval.seconds": "1",
-        "refresh.groups.interval.seconds": "1",
+        "refresh.topics.interval.seconds": str(refresh_s),
+        "refresh.groups.interval.seconds": str(refresh_s),
         "emit.checkpoints.interval.seconds": "1",
         "emit.heartbeats.interval.seconds": "1",
         # the Connect worker of the flow runs against the target: its state lives there

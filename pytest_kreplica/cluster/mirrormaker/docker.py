@@ -151,7 +151,8 @@ class DockerMirrorMaker(MirrorMaker):
                               self.target.internal_bootstrap_servers, self.topics,
                               policy=self.policy, source_brokers=len(self.source.nodes),
                               target_brokers=len(self.target.nodes), instance=self.instance,
-                              replication_factor=self.replication_factor, **extra)
+                              replication_factor=self.replication_factor,
+                              refresh_s=self.refresh_s, **extra)
 
     def _log_config_name(self) -> str:
         return ("log4j2-broker.properties" if self.dist.uses_log4j2

@@ -64,9 +64,10 @@ class MirrorMaker:
     def __init__(self, source: Cluster, target: Cluster, topics: list[str], workdir: Path | str, *,
                  kafka_version: str | None = None, policy: str = "default",
                  heap_mb: int = 256, exactly_once: bool = False,
-                 replication_factor: int | None = None):
+                 replication_factor: int | None = None, refresh_s: int = 1):
         self.source = source
         self.replication_factor = replication_factor  # of the mirrored topics on the target
+        self.refresh_s = refresh_s  # MirrorMaker 2's topic and group refresh interval
         self.exactly_once = exactly_once
         self.rest_port: int | None = None  # claimed at the first start (exactly-once only)
         self._claimed_ports: list[int] = []  # host ports this object claimed (and releases)
@@ -128,7 +129,8 @@ class MirrorMaker:
                                    target_brokers=len(self.target.nodes),
                                    instance=self.instance, exactly_once=self.exactly_once,
                                    rest_port=self.rest_port,
-                                   replication_factor=self.replication_factor)
+                                   replication_factor=self.replication_factor,
+                                   refresh_s=self.refresh_s)
             self.config_file.write_text(render_properties(props))
         flags = [*reaper.owner_flags(str(self.workdir)), f"-Dkreplica.node={NODE_NAME}",
                  *self.dist.jvm_flags(self.heap_mb, archive=False)]
