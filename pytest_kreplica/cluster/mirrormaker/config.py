@@ -49,9 +49,8 @@ def mm2_properties(source_bootstrap: str, target_bootstrap: str, topics: list[st
     per ``instance``, topics and groups refreshed every ``refresh_s`` seconds, and no delay
     before a restarted worker takes its tasks back (Connect waits
     ``scheduled.rebalance.max.delay.ms``, 5 min by default, for a departed member, which
-    would stall mirroring after a hard failure). The mirrored
-    topics get ``replication_factor`` replicas on the target (default: up to 3, as the
-    internal topics).
+    would stall mirroring after a hard failure). The mirrored topics get
+    ``replication_factor`` replicas on the target (default: up to 3, as the internal ones).
 
     ``exactly_once`` (Kafka >= 3.5): the target's worker gets
     ``exactly.once.source.support=enabled`` (KIP-618), which needs the internal REST server
