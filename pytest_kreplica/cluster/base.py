@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from . import sizing
+
+# how ``Cluster.terminate`` says that a controlled stop outlasted its deadline and ended in
+# SIGKILL: a clean failure that became a hard one (the fault record says so)
+KILLED_AT_DEADLINE = "killed at the stop deadline"
 
 
 class NodeState(enum.Enum):
@@ -222,8 +227,22 @@ class Cluster(abc.ABC):
 
     # -- faults -----------------------------------------------------------------------
     @abc.abstractmethod
-    def terminate(self, node_id: int, timeout: float = 30.0) -> None:
-        """Controlled failure: SIGTERM, wait until the process exited (kill at the deadline)."""
+    def terminate(self, node_id: int, timeout: float | None = None) -> str | None:
+        """Controlled failure: SIGTERM, wait until the process exited. At the deadline
+        (default: ``stop_deadline``) SIGKILL it and return a text starting with
+        ``KILLED_AT_DEADLINE``; None when the controlled shutdown finished."""
+
+    def stop_deadline(self, node_id: int) -> float:
+        """How long ``node_id``'s controlled shutdown may take: it hands over every
+        leadership and closes every log it holds, so it grows with the replicas in its log
+        dir (``sizing.stop_deadline``)."""
+        return sizing.stop_deadline(sizing.replicas_in(self.node(node_id).log_dir))
+
+    @staticmethod
+    def killed_at_deadline(node_id: int, deadline_s: float) -> str:
+        """``terminate``'s answer when the controlled stop did not finish in time."""
+        return (f"{KILLED_AT_DEADLINE}: node {node_id}'s controlled shutdown outlasted "
+                f"{deadline_s:.0f} s, so it was SIGKILLed")
 
     @abc.abstractmethod
     def kill(self, node_id: int) -> None:

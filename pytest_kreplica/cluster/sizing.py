@@ -7,10 +7,13 @@ replicas a broker) next to the few dozen of every other matrix. The figures are 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .base import TopicSpec
+if TYPE_CHECKING:
+    from .base import TopicSpec
 
 DEFAULT_HEAP_MB = 256  # the small footprint's heap (KAFKA-NOTES)
 SMALL_REPLICAS = 300  # replicas a broker up to which nothing changes (production-small: 60)
@@ -29,6 +32,13 @@ CREATE_S_PER_1000_REPLICAS = 10.0
 # holds (a restarted broker recovers each log and its followers catch up, one fetcher a
 # source): a bound, not a measurement; the plan's shape gets 138 s more than a small cluster
 WAIT_S_PER_1000_REPLICAS = 40.0
+# how long a controlled shutdown (SIGTERM) of a small broker may take before it is killed: it
+# hands every leadership over and closes every log it holds, so a broker holding more gets
+# more (``stop_deadline``); at the plan's shape under load, 30 s ended in SIGKILL
+STOP_TIMEOUT_S = 30.0
+# a replica's directory in a log dir: "<topic>-<partition>" (also "-delete", "-future" ...
+# directories of a moving replica, which the broker closes all the same)
+_REPLICA_DIR = re.compile(r".+-\d+(\.[0-9a-f]+-(delete|future|stray))?$")
 
 # MirrorMaker 2's heap: its small default up to SMALL_MIRRORED partitions, and more for a
 # mirror of the plan's shape, whose one consumer and one producer span every partition and
@@ -89,6 +99,19 @@ def scaled_wait(base_s: float, replicas: int) -> float:
     """``base_s`` for a small cluster; more, in proportion, for a broker holding more."""
     extra = max(0, replicas - SMALL_REPLICAS)
     return base_s + WAIT_S_PER_1000_REPLICAS * extra / 1000
+
+
+def replicas_in(log_dir: Path) -> int:
+    """The replicas a broker holds, counted from its log dir (0 when it cannot be read)."""
+    try:
+        return sum(1 for e in log_dir.iterdir() if _REPLICA_DIR.match(e.name) and e.is_dir())
+    except OSError:
+        return 0
+
+
+def stop_deadline(replicas: int) -> float:
+    """How long a controlled shutdown of a broker holding ``replicas`` may take."""
+    return scaled_wait(STOP_TIMEOUT_S, replicas)
 
 
 def topic_batches(specs: Iterable[TopicSpec], limit: int = TOPIC_BATCH_PARTITIONS

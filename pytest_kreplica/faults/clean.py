@@ -11,8 +11,10 @@ if TYPE_CHECKING:
     from ..cluster import Cluster
 
 
-def strike(cluster: Cluster, node: int) -> None:
-    cluster.terminate(node)
+def strike(cluster: Cluster, node: int) -> str | None:
+    """SIGTERM within the node's stop deadline; what ``terminate`` says when the deadline
+    passed and the stop ended in SIGKILL (the fault record then says it became hard)."""
+    return cluster.terminate(node)
 
 
 FAILURE = Failure(

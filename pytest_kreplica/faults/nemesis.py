@@ -334,7 +334,7 @@ class Nemesis(Elections):
         try:
             try:  # the event follows the strike (at its time) to carry what it measured
                 measured = failure.strike(self.cluster, rec.node)
-                rec.struck_ns, rec.measured = now_ns(), measured
+                rec.struck(now_ns(), measured)
             finally:
                 self.writer.event(failure.event, node=str(rec.node), role=spec.target,
                                   time_ns=rec.strike_ns,

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..cluster.base import KILLED_AT_DEADLINE
 from ..errors import InputError
 from .registry import (
     COMPONENT_TARGETS,
@@ -91,6 +92,9 @@ class FaultRecord:
     state_after_strike: str | None = None  # the victim's state right after the strike
     progress_at_restore: int | None = None  # a component's work done when it was restored
     measured: str | None = None  # what the strike measured (the strike event's "measured")
+    # "hard": a controlled stop outlasted its deadline and ended in SIGKILL (at ``struck_ns``),
+    # so the fault is judged as the hard failure it became
+    became: str | None = None
     error: str | None = None
     # a composition's part: the other part's index and the measured overlap of the two
     # strike-to-restore windows (s)
@@ -103,6 +107,19 @@ class FaultRecord:
         if self.strike_ns is None or self.restore_ns is None:
             return None
         return (self.restore_ns - self.strike_ns) / 1e9
+
+    def struck(self, at_ns: int, measured: str | None) -> None:
+        """The strike returned at ``at_ns`` having measured ``measured``."""
+        self.struck_ns, self.measured = at_ns, measured
+        if measured and measured.startswith(KILLED_AT_DEADLINE):
+            self.became = "hard"
+
+    @property
+    def killed_after_s(self) -> float | None:
+        """Strike to the SIGKILL of a controlled stop that became hard (None: it did not)."""
+        if self.became != "hard" or self.strike_ns is None or self.struck_ns is None:
+            return None
+        return (self.struck_ns - self.strike_ns) / 1e9
 
     @property
     def recovery_s(self) -> float | None:

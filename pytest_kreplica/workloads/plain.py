@@ -159,10 +159,8 @@ class Consumer(DrainingReader):
         # one call for every partition: kafka-python checks each named partition against
         # the whole assignment, which is quadratic at the plan's 10,000 partitions
         consumer.seek_to_beginning()
-        for tp in tps:
-            position = self._positions.get((tp.topic, tp.partition))
-            if position is not None:
-                consumer.seek(tp, position)
+        _seek_known(consumer, {tp: self._positions[(tp.topic, tp.partition)] for tp in tps
+                               if (tp.topic, tp.partition) in self._positions})
         self.writer.event("assign", process=self.process,
                           detail=" ".join(f"{t}:{p}" for t, p in self.targets))
         return consumer
@@ -230,6 +228,23 @@ def _fetch_positions(consumer: Any) -> dict[tuple[str, int], int]:
             if position is not None:
                 positions[(tp.topic, tp.partition)] = position
     return positions
+
+
+def _seek_known(consumer: Any, positions: dict[Any, int]) -> None:
+    """Set a rebuilt client back to the positions the last one reached.
+
+    kafka-python's public ``seek(tp, offset)`` checks the partition against a fresh set of
+    the whole assignment on every call: quadratic, about 12 s for a 10,000-partition
+    assignment. The subscription state's own ``seek`` is one step a partition; the public
+    call is the fallback for a client without it."""
+    subscription = getattr(consumer, "_subscription", None)
+    assignment = getattr(subscription, "assignment", None)
+    if isinstance(assignment, dict) and all(tp in assignment for tp in positions):
+        for tp, offset in positions.items():
+            assignment[tp].seek(offset)
+        return
+    for tp, offset in positions.items():
+        consumer.seek(tp, offset)
 
 
 def _close_quietly(client: Any) -> None:

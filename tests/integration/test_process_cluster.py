@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from pytest_kreplica.cluster import reaper
-from pytest_kreplica.cluster.base import ClusterSpec, NodeState, TopicSpec
+from pytest_kreplica.cluster.base import KILLED_AT_DEADLINE, ClusterSpec, NodeState, TopicSpec
 from pytest_kreplica.cluster.kafka import maven
 from pytest_kreplica.cluster.process.cluster import ProcessCluster
 from pytest_kreplica.errors import ClusterError, InputError
@@ -113,6 +113,22 @@ def test_terminate_follower_exits_and_restart(cluster, topic):
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert follower not in cluster.live_bootstrap_servers().split(",")
     cluster.restart(follower, timeout=90)
+    cluster.wait_healthy([topic], timeout=60)
+
+
+def test_a_controlled_stop_past_its_deadline_is_killed_and_says_so(cluster, topic):
+    state = cluster.partition_state(topic, 1)
+    follower = next(r for r in state.replicas if r != state.leader)
+    assert cluster.stop_deadline(follower) == 30.0  # a small broker's
+    pid = cluster.node(follower).pid
+    said = cluster.terminate(follower, timeout=0.05)  # no controlled shutdown is that quick
+    assert said is not None and said.startswith(KILLED_AT_DEADLINE), said
+    assert "outlasted 0 s" in said
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    cluster.start_node(follower, timeout=90)
+    cluster.wait_healthy([topic], timeout=60)
+    assert cluster.terminate(follower) is None  # a finished controlled shutdown says nothing
+    cluster.start_node(follower, timeout=90)
     cluster.wait_healthy([topic], timeout=60)
 
 

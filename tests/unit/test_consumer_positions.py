@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from pytest_kreplica.workloads.plain import _fetch_positions
+from pytest_kreplica.workloads.plain import _fetch_positions, _seek_known
 
 
 @pytest.fixture
@@ -43,3 +43,29 @@ def test_public_position_is_the_fallback():
             return 5
 
     assert _fetch_positions(Client()) == {("a", 0): 5}
+
+
+def test_rebuilt_client_seeks_in_one_pass(consumer, monkeypatch):
+    tps = [TopicPartition(f"t{i // 10}", i % 10) for i in range(10_000)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning()
+
+    def per_partition(*_args, **_kwargs):
+        raise AssertionError("public seek() called per partition")
+
+    monkeypatch.setattr(consumer, "seek", per_partition)
+    _seek_known(consumer, {tp: tp.partition + 100 for tp in tps})
+    positions = _fetch_positions(consumer)
+    assert len(positions) == 10_000
+    assert positions[("t7", 3)] == 103
+
+
+def test_public_seek_is_the_fallback():
+    sought = {}
+
+    class Client:  # a client without kafka-python's subscription state
+        def seek(self, tp, offset):
+            sought[tp] = offset
+
+    _seek_known(Client(), {TopicPartition("a", 0): 4})
+    assert sought == {TopicPartition("a", 0): 4}

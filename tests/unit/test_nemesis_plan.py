@@ -285,3 +285,34 @@ def test_a_strike_that_leaves_the_victim_running_is_a_fault_that_did_not_act(fai
     assert proc.calls[0] == "no-op" and len(proc.calls) == 2  # restored all the same
     (check,) = scenario_checks(nemesis.records)
     assert not check["ok"] and "did not act" in check["detail"]
+
+
+def test_a_clean_stop_killed_at_its_deadline_is_judged_from_the_kill():
+    # SIGTERM at 0, SIGKILL at 30 s (struck_ns), a new leader 0.7 s after the kill
+    became = _rec(failure="clean", new_leader=2, election_s=30.7, elected_from_isr=True,
+                  struck_ns=30 * 10**9, became="hard")
+    assert became.killed_after_s == 30.0
+    checks = scenario_checks([became])
+    assert [c["ok"] for c in checks] == [True, True, True]
+    assert checks[1]["name"].endswith("new leader within 20 s of the SIGKILL")
+    assert "0.70 s after the kill" in checks[1]["detail"]
+    slow = _rec(failure="clean", new_leader=2, election_s=55.0, elected_from_isr=True,
+                struck_ns=30 * 10**9, became="hard")
+    assert not scenario_checks([slow])[1]["ok"]
+    # a controlled stop that finished keeps the bound from the SIGTERM
+    finished = _rec(failure="clean", new_leader=2, election_s=30.7, elected_from_isr=True,
+                    struck_ns=30 * 10**9)
+    assert finished.killed_after_s is None
+    assert not scenario_checks([finished])[1]["ok"]
+
+
+def test_a_strike_that_says_it_killed_at_the_deadline_marks_the_record_hard():
+    from pytest_kreplica.cluster.base import Cluster
+
+    rec = _rec(failure="clean")
+    rec.struck(12 * 10**9, Cluster.killed_at_deadline(1, 168.0))
+    assert rec.became == "hard" and rec.killed_after_s == 12.0
+    assert "outlasted 168 s" in rec.to_dict()["measured"]
+    finished = _rec(failure="clean")
+    finished.struck(3 * 10**9, None)
+    assert finished.became is None and finished.killed_after_s is None

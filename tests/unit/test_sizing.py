@@ -11,11 +11,14 @@ from pytest_kreplica.cluster.pool import cluster_spec, spec_key
 from pytest_kreplica.cluster.sizing import (
     CREATE_S_PER_1000_REPLICAS,
     SMALL_REPLICAS,
+    STOP_TIMEOUT_S,
     broker_heap_mb,
     case_replicas,
     create_topics_in_batches,
+    replicas_in,
     replicas_per_broker,
     scaled_wait,
+    stop_deadline,
     topic_batches,
 )
 from pytest_kreplica.matrix import load_matrix
@@ -71,3 +74,17 @@ def test_each_batch_is_created_with_a_bound_for_its_size():
     create_topics_in_batches(stand_in, [TopicSpec(f"t{i}", 10, 3) for i in range(150)], 30.0)
     assert calls == [(100, 30.0 + CREATE_S_PER_1000_REPLICAS * 3),
                      (50, 30.0 + CREATE_S_PER_1000_REPLICAS * 1.5)]
+
+
+def test_the_stop_deadline_grows_with_the_replicas_in_the_log_dir(tmp_path):
+    for name in ("orders-0", "orders-11", "__cluster_metadata-0",
+                 "orders-3.4f1c2d3e4b5a69788796a5b4c3d2e1f0-delete"):
+        (tmp_path / name).mkdir()
+    for name in ("meta.properties", "recovery-point-offset-checkpoint"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "not-a-replica").mkdir()
+    assert replicas_in(tmp_path) == 4
+    assert replicas_in(tmp_path / "missing") == 0
+    assert stop_deadline(4) == stop_deadline(SMALL_REPLICAS) == STOP_TIMEOUT_S
+    # the plan's shape: 3,750 replicas a broker get the longer waits' share on top
+    assert stop_deadline(3750) == scaled_wait(STOP_TIMEOUT_S, 3750) > 4 * STOP_TIMEOUT_S

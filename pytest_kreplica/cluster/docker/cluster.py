@@ -52,6 +52,7 @@ CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 19092
 MOUNT = "/kreplica"  # node dir inside the container: node.sh, configs, data/, server.log
 
+SIGKILL_STATUS = 128 + 9  # a container's exit status when docker killed its PID 1
 _STATES = {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}
 
 
@@ -320,12 +321,15 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             self._client = None
 
     # -- faults --------------------------------------------------------------------------
-    def terminate(self, node_id: int, timeout: float = 30.0) -> None:
-        """SIGTERM the broker (PID 1 of its container); SIGKILL at the deadline."""
+    def terminate(self, node_id: int, timeout: float | None = None) -> str | None:
+        """SIGTERM the broker (PID 1 of its container); SIGKILL at the deadline (docker's
+        own), seen as the exit status 137."""
+        deadline = self.stop_deadline(node_id) if timeout is None else timeout
         self._stopped.add(node_id)
         self._invalidate_admin()
-        self._container(node_id).stop(timeout=max(1, int(timeout)))
-        self._wait_exited(node_id, timeout + 10)
+        self._container(node_id).stop(timeout=max(1, int(deadline)))
+        status = self._wait_exited(node_id, deadline + 10)
+        return self.killed_at_deadline(node_id, deadline) if status == SIGKILL_STATUS else None
 
     def kill(self, node_id: int) -> None:
         import docker
@@ -336,10 +340,11 @@ class DockerCluster(IptablesPartitions, AdminCluster):
             self._container(node_id).kill(signal="SIGKILL")
         self._wait_exited(node_id, 30)
 
-    def _wait_exited(self, node_id: int, timeout: float) -> None:
+    def _wait_exited(self, node_id: int, timeout: float) -> int | None:
+        """Wait until the container exited; its exit status (None: not reported)."""
         container = self._container(node_id)
         try:
-            container.wait(timeout=timeout)
+            return container.wait(timeout=timeout).get("StatusCode")
         except Exception as exc:  # requests' ReadTimeout / ConnectionError
             raise NodeError(f"node {node_id} (container {container.name}) still runs "
                             f"{timeout:.0f} s after it was stopped; server log "

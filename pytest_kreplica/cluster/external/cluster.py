@@ -206,8 +206,10 @@ class ExternalCluster(AdminCluster):
         if state is NodeState.STOPPED:
             self._struck[node_id] = fault
 
-    def terminate(self, node_id: int, timeout: float = 30.0) -> None:
+    def terminate(self, node_id: int, timeout: float | None = None) -> str | None:
+        """The operator's ``terminate`` command (it owns the deadline)."""
         self._strike(node_id, "terminate", NodeState.STOPPED)
+        return None
 
     def kill(self, node_id: int) -> None:
         self._strike(node_id, "kill", NodeState.STOPPED)

@@ -225,19 +225,23 @@ class ProcessCluster(AdminCluster):
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(KILL_WAIT_S)
 
-    def terminate(self, node_id: int, timeout: float = 30.0) -> None:
+    def terminate(self, node_id: int, timeout: float | None = None) -> str | None:
         proc = self._proc(node_id)
         if proc is None or proc.poll() is not None:
             self._states[node_id] = NodeState.STOPPED
-            return
+            return None
+        deadline = self.stop_deadline(node_id) if timeout is None else timeout
         self._signal_group(proc, signal.SIGTERM)
         self._signal_group(proc, signal.SIGCONT)  # a paused node must run to handle SIGTERM
+        killed = None
         try:
-            proc.wait(timeout)
+            proc.wait(deadline)
         except subprocess.TimeoutExpired:
-            log.warning("node %s ignored SIGTERM for %.0f s; killing it", node_id, timeout)
+            killed = self.killed_at_deadline(node_id, deadline)
+            log.warning("%s", killed)
             self._kill_proc(proc)
         self._stopped(node_id)
+        return killed
 
     def kill(self, node_id: int) -> None:
         proc = self._proc(node_id)
