@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..cluster.admin import idempotence
 from ..cluster.base import TopicSpec
 from ..errors import ClusterError
 from ..waits import wait_for
@@ -128,6 +129,7 @@ class LogSystem:
         if key not in self._producers:
             from kafka import KafkaProducer
 
+            idempotence.install()
             self._producers[key] = KafkaProducer(
                 bootstrap_servers=self.cluster.bootstrap_servers,
                 acks="all" if acks == "all" else 1,

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..cluster.admin import idempotence
 from ..cluster.admin.clients import close_producer
 from ..history import RunWriter, now_ns
 from ..matrix import Case
@@ -82,9 +83,11 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
     still being injected); ``max_rate`` caps sends per second so such a run stays small."""
     from kafka import KafkaProducer
 
+    idempotence.install()
     stats = stats or ProduceStats()
     pairs = targets(topics, case.partitions)
-    producer = KafkaProducer(**producer_config(case, bootstrap))
+    config = producer_config(case, bootstrap)
+    producer = KafkaProducer(**config)
     writer.event("start", process=process, detail=f"producer {case.producer_mode} "
                                                   f"acks={case.acks} {case.compression}")
     answer_s = DELIVERY_TIMEOUT_MS / 1000 + 5
@@ -92,14 +95,28 @@ def produce(case: Case, topics: Sequence[str], bootstrap: str, writer: RunWriter
                   wait_s=answer_s if case.producer_mode == "sync" else None)
     try:
         for i in _paced(case.messages, stop, keep_going, max_rate):
+            if idempotence.unusable(sends.producer):
+                _replace_producer(sends, lambda: KafkaProducer(**config), process)
             topic, partition = pairs[i % len(pairs)]
             sends.send(str(i), topic, partition, case.message_bytes)
         sends.await_all(answer_s)
     finally:
         sends.write_off()
-        trouble = close_producer(producer, 10.0)
+        trouble = close_producer(sends.producer, 10.0)
         writer.event("stop", process=process, detail=trouble or "producer closed")
     return stats
+
+
+def _replace_producer(sends: Sends, new_producer: Callable[[], Any], process: int) -> None:
+    """Kafka's advice for a producer in a fatal error: close it and build a new one. Its
+    unanswered sends are written off (``info``: they may have been written)."""
+    error = idempotence.fatal_error(sends.producer)
+    sends.write_off()
+    trouble = close_producer(sends.producer, 10.0)
+    sends.writer.event("client-crash", process=process,
+                       detail=f"producer: fatal error {error}; replaced by a new producer"
+                              + (f" ({trouble})" if trouble else ""))
+    sends.producer = new_producer()
 
 
 def _paced(messages: int, stop: threading.Event | None,
