@@ -13,6 +13,9 @@ each (what the rolling writer leaves), then times, alternating them, each in a f
 
     python benchmarks/bench_rolled_check.py --sizes 1000000 --repeat 1
 
+``--run DIR`` times the same pair on a run directory a case wrote (a soak's own history,
+whatever its verdict) instead of the synthetic one.
+
 Prints ``rolled N: check X s, read Y s, count Z s, ratio R, P parts``. Output goes to
 benchmarks/out/ (ignored by git) unless --out is given.
 """
@@ -43,6 +46,8 @@ run = sys.argv[1]
 def table(name):
     import pathlib
     path = pathlib.Path(run) / (name + ".parquet")
+    if not path.exists():  # a case's own run keeps its events as JSON lines
+        return spark.read.json(str(pathlib.Path(run) / (name + ".jsonl")))
     files = sorted(str(p) for p in path.rglob("*.parquet")) if path.is_dir() else [str(path)]
     return spark.read.parquet(*files)
 t = time.perf_counter()
@@ -77,6 +82,45 @@ def roll(planted: Path, rolled: Path, part_rows: int) -> int:
     return parts
 
 
+def time_pair(run: Path, n: int | None, repeat: int, env: dict, title: str,
+              extra: str = "") -> None:
+    """Time ``kreplica check`` and the plain read of ``run``, alternating; ``n``: the
+    synthetic history's size (its planted anomalies are asserted), None: a case's run."""
+    check = [sys.executable, "-m", "pytest_kreplica.cli", "check", str(run), "--json",
+             "--spark-master", "local[2]"]
+    read = [sys.executable, "-c", READ, str(run)]
+    times: dict[str, list[float]] = {"check": [], "read": [], "count": []}
+    peaks: dict[str, float] = {}
+    for rep in range(repeat):
+        for label, cmd in ([("check", check), ("read", read)] if rep % 2 == 0
+                           else [("read", read), ("check", check)]):
+            elapsed, peak, out = run_measured(cmd, env)
+            peaks[label] = max(peaks.get(label, 0.0), peak)
+            got = json.loads(out or "{}")
+            if label == "check":
+                found = {a: got["counts"][a] for a in ANOMALIES if got["counts"].get(a)}
+                if n is not None:
+                    assert found == PLANTED, f"expected {PLANTED}, found {found}"
+                else:
+                    print(f"  {title} anomalies: {found or 'none'}", flush=True)
+                times["check"].append(elapsed)
+            else:
+                if n is not None:
+                    assert got["rows"]["sends"] == n, got
+                else:
+                    print(f"  {title} rows: {got['rows']}", flush=True)
+                # the process's own start (JVM) counted once, in the read
+                start = elapsed - got["read_s"] - got["count_s"]
+                times["read"].append(start + got["read_s"])
+                times["count"].append(start + got["count_s"])
+            print(f"  {title} {label} run {rep + 1}: {elapsed:.1f} s peak {peak:.0f} MiB",
+                  flush=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"{title}: check {med['check']:.1f} s ({peaks['check']:.0f} MiB), "
+          f"read {med['read']:.1f} s ({peaks['read']:.0f} MiB), count {med['count']:.1f} s, "
+          f"ratio {med['check'] / med['read']:.2f}{extra}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000000", help="comma-separated N (sends = polls)")
@@ -85,9 +129,15 @@ def main() -> int:
                         help="rows per part (the rolling writer's default)")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
+    parser.add_argument("--run", default=None,
+                        help="a run directory to time instead of the synthetic history")
     args = parser.parse_args()
     env = {**os.environ, "KREPLICA_SPARK_DRIVER_MEMORY": args.driver_memory,
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    if args.run:
+        time_pair(Path(args.run), None, args.repeat, env, "run")
+        print(f"load average at end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        return 0
     for n in (int(s) for s in args.sizes.split(",")):
         base = Path(args.out) / f"history-{n}"
         if not (base / "parquet" / "polls.parquet").exists():
@@ -96,33 +146,7 @@ def main() -> int:
             plant_parquet(base / "parquet", base / "planted", n)
         rolled = base / "rolled"
         parts = roll(base / "planted" / "parquet", rolled, args.part_rows)
-        check = [sys.executable, "-m", "pytest_kreplica.cli", "check", str(rolled), "--json",
-                 "--spark-master", "local[2]"]
-        read = [sys.executable, "-c", READ, str(rolled)]
-        times: dict[str, list[float]] = {"check": [], "read": [], "count": []}
-        peaks: dict[str, float] = {}
-        for rep in range(args.repeat):
-            for label, cmd in ([("check", check), ("read", read)] if rep % 2 == 0
-                               else [("read", read), ("check", check)]):
-                elapsed, peak, out = run_measured(cmd, env)
-                peaks[label] = max(peaks.get(label, 0.0), peak)
-                got = json.loads(out or "{}")
-                if label == "check":
-                    found = {a: got["counts"][a] for a in ANOMALIES if got["counts"].get(a)}
-                    assert found == PLANTED, f"expected {PLANTED}, found {found}"
-                    times["check"].append(elapsed)
-                else:
-                    assert got["rows"]["sends"] == n, got
-                    # the process's own start (JVM) counted once, in the read
-                    start = elapsed - got["read_s"] - got["count_s"]
-                    times["read"].append(start + got["read_s"])
-                    times["count"].append(start + got["count_s"])
-                print(f"  n={n} {label} run {rep + 1}: {elapsed:.1f} s peak {peak:.0f} MiB",
-                      flush=True)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"rolled {n}: check {med['check']:.1f} s ({peaks['check']:.0f} MiB), "
-              f"read {med['read']:.1f} s ({peaks['read']:.0f} MiB), count {med['count']:.1f} s, "
-              f"ratio {med['check'] / med['read']:.2f}, {parts} parts")
+        time_pair(rolled, n, args.repeat, env, f"rolled {n}", f", {parts} parts")
     print(f"load average at end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return 0
 

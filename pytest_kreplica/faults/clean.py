@@ -22,4 +22,4 @@ FAILURE = Failure(
     colour="#ff7f0e", label="terminate (SIGTERM)", backends=None, moves_leadership=True,
     leader_gone=GONE_AT_ELECTION, random=True, strike=strike, restore=restart_node,
     strike_component=methodcaller("terminate"), restore_component=methodcaller("start"),
-    struck_state="stopped", availability=STOPS)
+    struck_state="stopped", availability=STOPS, hands_over_while_striking=True)

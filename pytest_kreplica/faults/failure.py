@@ -79,6 +79,9 @@ class Failure:
     # the victim's process runs on as a voter (a replica move, an election): the KRaft quorum
     # leader need not move, so the nemesis does not wait for a controller failover
     keeps_controller: bool = False
+    # the strike returns only once the victim exited and it hands its leadership over
+    # before that (a controlled shutdown): its election is watched while the strike runs
+    hands_over_while_striking: bool = False
     # a failure that drops what a node had not fsynced (power loss): from the strike's
     # measured text, each "topic-partition" whose segments lost bytes, with those nodes (the
     # loss evidence: a partition cut on every replica may lose acknowledged records)

@@ -184,10 +184,10 @@ class Nemesis(Elections):
             rec.led_before = led_by(rec.partitions_before, rec.node)
             struck = True
             watch = watch_fault(self.cluster, self.writer, FAILURES[spec.failure], rec)
-            self._strike(spec, rec)
             if rec.node == rec.leader_before:
-                self._measure_election(spec, rec, state.replicas)
+                self._strike_measuring_election(spec, rec, state.replicas)
             else:
+                self._strike(spec, rec)
                 rec.election_note = "the victim did not lead the partition"
             if rec.node == rec.controller_before and \
                     not FAILURES[spec.failure].keeps_controller:

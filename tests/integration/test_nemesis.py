@@ -120,6 +120,11 @@ def test_fault_stops_the_role_and_brings_it_back(cluster, tmp_path, failure, tar
         assert rec.new_leader is not None and rec.new_leader != victim, rec.election_note
         assert rec.elected_from_isr is True, rec
         assert 0 < rec.election_s <= ELECTION_BOUND_S
+        if failure == "clean":  # watched while the controlled shutdown ran, not after it
+            struck_s = (rec.struck_ns - rec.strike_ns) / 1e9
+            assert rec.election_s < struck_s, (
+                f"expected the new leader seen before the victim exited ({struck_s:.2f} s "
+                f"after the SIGTERM), seen after {rec.election_s:.2f} s")
         elect = [e for e in events if e["kind"] == "elect" and e["role"] == "leader"]
         assert elect and elect[0]["node"] == str(rec.new_leader)
     if victim == rec.controller_before and failure != "soft":
