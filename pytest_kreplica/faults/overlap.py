@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .plan import FaultRecord, FaultSpec
+from .registry import FAILURES
 
 if TYPE_CHECKING:
     from .nemesis import Nemesis
@@ -65,7 +66,12 @@ def second_held(nem: Nemesis, second: FaultSpec, out: list[FaultRecord]) -> bool
         return False
     if rec.error is not None:
         return True
-    return rec.struck_ns is not None and rec.strike_ns is not None and \
+    # a controlled shutdown is in effect from its SIGTERM on (it hands leadership over at
+    # once), while its strike returns only once the broker exited: a minute at the plan's
+    # shape, past the first part's hold bound
+    in_effect = rec.struck_ns is not None or (
+        rec.failure in FAILURES and FAILURES[rec.failure].hands_over_while_striking)
+    return in_effect and rec.strike_ns is not None and \
         time.monotonic_ns() - rec.strike_ns >= MIN_OVERLAP_S * 1e9
 
 

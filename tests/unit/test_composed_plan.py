@@ -212,3 +212,21 @@ def test_overlapping_faults_share_their_availability_allowance():
     later = {**b, "strike_ns": STRIKE + 100 * S, "restore_ns": STRIKE + 106 * S,
              "recovered_ns": STRIKE + 110 * S}
     assert allowed_together_s(a, [a, later], params) == allowed_s(a, params)
+
+
+def test_a_controlled_shutdown_in_progress_holds_the_overlap_from_its_sigterm():
+    from types import SimpleNamespace
+
+    from pytest_kreplica.faults.overlap import second_held
+
+    second = SimpleNamespace(index=2)
+    sent_2s_ago = time.monotonic_ns() - 2 * 10**9
+    clean = FaultRecord(2, "clean", "controller", "t", 0, strike_ns=sent_2s_ago)
+    # the SIGTERM went out 2 s ago and the broker still shuts down (struck_ns unset)
+    assert second_held(SimpleNamespace(records=[clean]), second, [])
+    hard = FaultRecord(2, "hard", "controller", "t", 0, strike_ns=sent_2s_ago)
+    assert not second_held(SimpleNamespace(records=[hard]), second, [])  # not back yet
+    hard.struck_ns = time.monotonic_ns()
+    assert second_held(SimpleNamespace(records=[hard]), second, [])
+    just_sent = FaultRecord(2, "clean", "controller", "t", 0, strike_ns=time.monotonic_ns())
+    assert not second_held(SimpleNamespace(records=[just_sent]), second, [])
