@@ -73,8 +73,14 @@ def strike(cluster: Cluster, node: int) -> str:
 def restore(cluster: Cluster, node: int, timeout: float) -> str:
     """Start the node again: it registers as an empty broker."""
     cluster.start_node(node, timeout=timeout)
-    return f"node {node} registered again as an empty broker: brokers " \
-           f"{registered_brokers(cluster)}"
+    seen: list[list[int]] = [[]]
+
+    def back() -> str | None:  # a client error while the node opens its listener: again
+        seen[0] = registered_brokers(cluster)
+        return None if node in seen[0] else f"brokers {seen[0]}"
+
+    wait_for(back, moves.ACT_TIMEOUT_S, f"node {node} in DescribeCluster again")
+    return f"node {node} registered again as an empty broker: brokers {seen[0]}"
 
 
 FAILURE = Failure(
