@@ -46,6 +46,21 @@ def registered_brokers(cluster: Cluster) -> list[int]:
         return sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"])
 
 
+def await_listed(cluster: Cluster, node: int, listed: bool) -> list[int]:
+    """Wait (bounded) until DescribeCluster lists ``node`` (or no longer does) and return
+    the brokers it lists; a client error while a node stops or opens its listener is one
+    more look."""
+    seen: list[list[int]] = [[]]
+
+    def settled() -> str | None:
+        seen[0] = registered_brokers(cluster)
+        return None if (node in seen[0]) == listed else f"brokers {seen[0]}"
+
+    wait_for(settled, moves.ACT_TIMEOUT_S,
+             f"node {node} {'in' if listed else 'gone from'} DescribeCluster")
+    return seen[0]
+
+
 def strike(cluster: Cluster, node: int) -> str:
     """Move every replica off ``node``, stop it, unregister it; returns what was moved and
     the brokers DescribeCluster lists afterwards."""
@@ -56,31 +71,19 @@ def strike(cluster: Cluster, node: int) -> str:
     _, moved_s = reassign.wait_complete(cluster, planned, MOVE_TIMEOUT_S)
     cluster.terminate(node)
     said = unregister(cluster, node)
-    seen: list[list[int]] = [[]]
-
-    def gone() -> str | None:
-        seen[0] = registered_brokers(cluster)
-        return None if node not in seen[0] else f"brokers {seen[0]}"
-
-    wait_for(gone, moves.ACT_TIMEOUT_S, f"node {node} gone from DescribeCluster")
+    brokers_now = await_listed(cluster, node, listed=False)
     case_moves = {p: r for p, r in planned.items() if not p[0].startswith("__")}
     return (f"moved {reassign.assignment(before, case_moves)} (and "
             f"{len(planned) - len(case_moves)} internal partitions) in {moved_s:.2f} s; "
             f"node {node} stopped and unregistered ({said or 'no output'}); brokers now "
-            f"{seen[0]}")
+            f"{brokers_now}")
 
 
 def restore(cluster: Cluster, node: int, timeout: float) -> str:
     """Start the node again: it registers as an empty broker."""
     cluster.start_node(node, timeout=timeout)
-    seen: list[list[int]] = [[]]
-
-    def back() -> str | None:  # a client error while the node opens its listener: again
-        seen[0] = registered_brokers(cluster)
-        return None if node in seen[0] else f"brokers {seen[0]}"
-
-    wait_for(back, moves.ACT_TIMEOUT_S, f"node {node} in DescribeCluster again")
-    return f"node {node} registered again as an empty broker: brokers {seen[0]}"
+    return (f"node {node} registered again as an empty broker: brokers "
+            f"{await_listed(cluster, node, listed=True)}")
 
 
 FAILURE = Failure(
