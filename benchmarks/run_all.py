@@ -3,6 +3,7 @@
     python -m benchmarks                      # every figure of the default set
     python -m benchmarks --only plugin-import cluster
     python -m benchmarks --only flakes        # the ci cases 5 x per load: hours, never default
+    python -m benchmarks --only soak          # 2 hours at the production shape, never default
     python -m benchmarks --list
 
 Each figure runs one script of this folder as a fresh process (the script prints its own
@@ -197,6 +198,26 @@ def parse_shape(out: str) -> list[Row]:
     ]
 
 
+def parse_soak(out: str) -> list[Row]:
+    run = find(r"^soak (\d+) s: exit \d+, wall (\d+) s, peak ([\d.]+) GiB", out)
+    verdict = find(r"^soak verdict: (.+)$", out)[1]
+    pair = find(r"^soak history: check ([\d.]+) s \((\d+) MiB\), read ([\d.]+) s "
+                r"\((\d+) MiB\)", out)
+    check, read = float(pair[1]), float(pair[3])
+    minutes = int(run[1]) // 60
+    return [
+        Row(f"a {minutes}-minute soak at the plan's production shape (`--kreplica-matrix "
+            "production`: 8 brokers, 1000 topics x 10 partitions, rf 3, mirrored by "
+            "MirrorMaker 2, composed random faults): verdict, counts, peak memory of the "
+            "whole process tree",
+            f"{verdict}; wall {int(run[2]) / 60:.0f} min, peak {run[3]} GiB", "—", "—"),
+        Row("one-off `kreplica check` of that soak's own history (target ≤ 2; fresh "
+            "process, JVM start included)", f"{check:.1f} s, {pair[2]} MiB peak",
+            f"{read:.1f} s, {pair[4]} MiB peak: a plain Spark read of the same run "
+            "directory (every column's values counted)", ratio(check, read)),
+    ]
+
+
 FIGURES = (
     Figure("plugin-import", ("benchmarks/bench_plugin_import.py", "--runs", "5"),
            parse_plugin_import, 120),
@@ -215,6 +236,8 @@ FIGURES = (
            12 * 3600, default=False),
     Figure("shape", ("benchmarks/bench_shape.py", "--heap-mb", "512"), parse_shape, 1800,
            default=False),
+    Figure("soak", ("benchmarks/bench_soak.py", "--duration", "7200"), parse_soak,
+           4 * 3600, default=False),
 )
 
 

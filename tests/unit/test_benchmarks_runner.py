@@ -179,3 +179,25 @@ def test_the_shape_figure_reads_heap_memory_and_idle_cores_beside_the_small_shap
     assert not next(f for f in run_all.FIGURES if f.name == "shape").default
     with pytest.raises(run_all.NoFigure):
         run_all.parse_shape(SHAPE.replace("idle_cores", "idle"))
+
+
+SOAK = """\
+soak 7200 s: exit 0, wall 8012 s, peak 8.4 GiB
+soak verdict: passed (every part passed); sent 60000, acked 58000, indeterminate 2000, \
+polled 59500, lost 0, unseen 0, duplicated 300, other anomalies none, faults 70, checks \
+90/90 ok, election max 4.2 s, case 7950 s
+  soak history check run 1: 30.1 s peak 1500 MiB
+soak history: check 30.0 s (1500 MiB), read 16.0 s (900 MiB), count 12.0 s, ratio 1.88
+"""
+
+
+def test_the_soak_figure_reads_the_verdict_and_the_check_beside_the_plain_read():
+    soak, check = run_all.parse_soak(SOAK)
+    assert soak.figure.startswith("a 120-minute soak at the plan's production shape")
+    assert soak.result.startswith("passed (every part passed); sent 60000, acked 58000")
+    assert soak.result.endswith("; wall 134 min, peak 8.4 GiB") and soak.ratio == "—"
+    assert (check.result, check.ratio) == ("30.0 s, 1500 MiB peak", "1.88")
+    assert check.baseline.startswith("16.0 s, 900 MiB peak: a plain Spark read")
+    assert not next(f for f in run_all.FIGURES if f.name == "soak").default
+    with pytest.raises(run_all.NoFigure):
+        run_all.parse_soak(SOAK.replace("soak history:", "soak history"))
