@@ -10,7 +10,8 @@ MirrorMaker 2, Spark, clients) every 10 s. A soak over ``D`` plus an hour gets S
 ends it with a verdict on what it recorded. Prints the verdict, the counts, the faults and
 the peak, then times the check against the plain read of the case's run directory, in
 turns (``bench_rolled_check``). ``--run DIR`` skips the soak and reads a case's run
-directory a soak wrote. Output goes to benchmarks/out/soak (ignored by git) unless --out.
+directory a soak wrote. A soak that ended in a harness error gives no figure (exit 1).
+Output goes to benchmarks/out/soak (ignored by git) unless --out.
 """
 
 from __future__ import annotations
@@ -118,6 +119,10 @@ def main() -> int:
         print(f"soak {args.duration} s: exit {status}, wall {wall:.0f} s, "
               f"peak {peak / 2**30:.1f} GiB", flush=True)
     print(f"soak verdict: {summary(run)}", flush=True)
+    if json.loads((run / "verdict.json").read_text(encoding="utf-8")).get("harness"):
+        print("soak: ended in a harness error, which says nothing of the brokers: no figure; "
+              f"run directory {run}", file=sys.stderr)
+        return 1
     env = {**os.environ, "KREPLICA_SPARK_DRIVER_MEMORY": args.driver_memory,
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     time_pair(run, None, args.repeat, env, "soak history")

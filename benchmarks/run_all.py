@@ -4,6 +4,7 @@
     python -m benchmarks --only plugin-import cluster
     python -m benchmarks --only flakes        # the ci cases 5 x per load: hours, never default
     python -m benchmarks --only soak          # 2 hours at the production shape, never default
+    python -m benchmarks --only soak-20m      # the same for 20 minutes
     python -m benchmarks --list
 
 Each figure runs one script of this folder as a fresh process (the script prints its own
@@ -236,6 +237,8 @@ FIGURES = (
            12 * 3600, default=False),
     Figure("shape", ("benchmarks/bench_shape.py", "--heap-mb", "512"), parse_shape, 1800,
            default=False),
+    Figure("soak-20m", ("benchmarks/bench_soak.py", "--duration", "1200"), parse_soak,
+           2 * 3600, default=False),
     Figure("soak", ("benchmarks/bench_soak.py", "--duration", "7200"), parse_soak,
            4 * 3600, default=False),
 )

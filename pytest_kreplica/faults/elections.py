@@ -82,11 +82,16 @@ class Elections:
 
         def watch() -> None:
             try:
+                # from the strike's own time, which the strike sets just before its signal
+                # (after its ISR re-read): set earlier, it would put a composition's second
+                # part in effect before its signal (``overlap.second_held``)
+                wait_for(lambda: None if rec.strike_ns is not None else "not begun",
+                         self.election_timeout, f"fault #{spec.index}'s strike to begin",
+                         poll=0.02)
                 self._measure_election(spec, rec, replicas)
             except BaseException as exc:  # raised below, in the fault's own thread
                 errors.append(exc)
 
-        rec.strike_ns = now_ns()  # the leader cannot move before the strike (set again there)
         watcher = threading.Thread(target=watch, name=f"kreplica-election-{spec.index}",
                                    daemon=True)
         watcher.start()

@@ -230,3 +230,37 @@ def test_a_controlled_shutdown_in_progress_holds_the_overlap_from_its_sigterm():
     assert second_held(SimpleNamespace(records=[hard]), second, [])
     just_sent = FaultRecord(2, "clean", "controller", "t", 0, strike_ns=time.monotonic_ns())
     assert not second_held(SimpleNamespace(records=[just_sent]), second, [])
+
+
+def test_a_clean_leader_strike_is_in_effect_only_from_its_own_signal():
+    """The election watch of a controlled shutdown starts beside the strike, but the
+    strike's time is the strike's own (set after its ISR re-read, just before the SIGTERM):
+    set earlier, a composition's first part was released before the second's signal (seen
+    at the plan's shape: the re-read took 10 s while the controller was paused)."""
+    from types import SimpleNamespace
+
+    from pytest_kreplica.faults.elections import Elections
+    from pytest_kreplica.faults.overlap import second_held
+
+    class Runner(Elections):
+        election_timeout = 5.0
+
+        def __init__(self) -> None:
+            self.held_during_reread: list[bool] = []
+            self.measured_from: list[int | None] = []
+
+        def _strike(self, spec, rec) -> None:
+            for _ in range(3):  # the ISR re-read, 1.5 s: the first part must still hold
+                time.sleep(0.5)
+                self.held_during_reread.append(
+                    not second_held(SimpleNamespace(records=[rec]), spec, []))
+            rec.strike_ns = time.monotonic_ns()
+
+        def _measure_election(self, spec, rec, replicas) -> None:
+            self.measured_from.append(rec.strike_ns)
+
+    rec = FaultRecord(2, "clean", "leader", "t", 0)
+    runner = Runner()
+    runner._strike_measuring_election(SimpleNamespace(index=2, failure="clean"), rec, (1, 2))
+    assert runner.held_during_reread == [True, True, True]
+    assert runner.measured_from == [rec.strike_ns] and rec.strike_ns is not None
