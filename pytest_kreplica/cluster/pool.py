@@ -10,6 +10,7 @@ least recently used one, and the plugin orders cases so that equal specs run bac
 from __future__ import annotations
 
 import logging
+import shutil
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -54,6 +55,19 @@ def spec_key(spec: ClusterSpec) -> str:
             f"{key_suffix(spec.facilities)}")
 
 
+def _clear_earlier_run(workdir: Path) -> None:
+    """An earlier run into the same ``--kreplica-output`` left its cluster's folder (kept
+    for its logs) under the name this one starts: replaced, as its run directories are,
+    so that a second run of the same command never meets the first one's nodes."""
+    if not workdir.exists():
+        return
+    try:
+        shutil.rmtree(workdir)
+    except OSError as exc:
+        raise ClusterError(f"{workdir} holds an earlier run's cluster and cannot be removed "
+                           f"({exc}); remove it or pass another --kreplica-output") from exc
+
+
 class ClusterPool:
     """Started clusters by spec; ``acquire`` returns a healthy one or raises ClusterError."""
 
@@ -84,6 +98,7 @@ class ClusterPool:
             self._close(next(iter(self._clusters)))
         self._started += 1
         workdir = self.workdir / f"cluster-{self._started}-{spec_key(spec)}"
+        _clear_earlier_run(workdir)
         cluster = self.factory(spec, workdir)
         try:
             cluster.start(timeout=self.start_timeout)

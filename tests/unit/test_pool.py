@@ -106,3 +106,14 @@ def test_case_spec_ignores_topic_settings():
     assert cluster_spec(a) == cluster_spec(b)
     assert spec_key(ClusterSpec(3, "3.9.2", (("a", "1"),))) == spec_key(
         ClusterSpec(3, "3.9.2", (("a", "1"),)))
+
+
+def test_an_earlier_runs_cluster_folder_of_the_same_name_is_replaced(pool, tmp_path):
+    """A second run of the same command into the same output: the first run's folder (its
+    nodes' logs kept) is replaced, never started into."""
+    stale = tmp_path / "cluster-1-process-b3-kdefault" / "node-1"
+    stale.mkdir(parents=True)
+    (stale / "server.log").write_text("an earlier run")
+    pool.acquire(THREE)
+    assert pool.log == [("start", "cluster-1-process-b3-kdefault")]
+    assert not stale.exists()
