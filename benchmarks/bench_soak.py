@@ -87,9 +87,8 @@ def case_dir(output: Path) -> Path:
     return found[0]
 
 
-def summary(run: Path) -> str:
+def summary(verdict: dict) -> str:
     """One line of the case's verdict: what passed, the counts, the faults."""
-    verdict = json.loads((run / "verdict.json").read_text(encoding="utf-8"))
     counts = verdict["counts"]
     checks = verdict.get("checks") or []
     shown = ("sent", "acked", "indeterminate", "polled", "lost", "unseen", "duplicated")
@@ -118,8 +117,11 @@ def main() -> int:
         run = case_dir(Path(args.out) / "output")
         print(f"soak {args.duration} s: exit {status}, wall {wall:.0f} s, "
               f"peak {peak / 2**30:.1f} GiB", flush=True)
-    print(f"soak verdict: {summary(run)}", flush=True)
-    if json.loads((run / "verdict.json").read_text(encoding="utf-8")).get("harness"):
+    if not (run / "verdict.json").is_file():
+        raise SystemExit(f"--run {run}: expected a case's run directory with a verdict.json")
+    verdict = json.loads((run / "verdict.json").read_text(encoding="utf-8"))
+    print(f"soak verdict: {summary(verdict)}", flush=True)
+    if verdict.get("harness"):
         print("soak: ended in a harness error, which says nothing of the brokers: no figure; "
               f"run directory {run}", file=sys.stderr)
         return 1

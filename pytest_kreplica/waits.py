@@ -46,9 +46,9 @@ def wait_for(check: Callable[[], str | None], timeout: float, what: str, hint: s
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
-               seen: Callable[[], str], hint: str = "") -> None:
+               seen: Callable[[], str], hint: str = "", poll: float = POLL_S) -> None:
     """``wait_for`` for a yes/no ``predicate``; ``seen`` describes the state when it is no."""
-    wait_for(lambda: None if predicate() else seen(), timeout, what, hint)
+    wait_for(lambda: None if predicate() else seen(), timeout, what, hint, poll)
 
 
 def tail(path: Path, lines: int = 25) -> str:

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
-from ..waits import wait_for
+from ..waits import wait_for, wait_until
 from .plan import ALL_DOWN, NO_OTHER_REPLICA, FaultRecord, FaultSpec
 from .registry import FAILURES
 
@@ -85,9 +85,9 @@ class Elections:
                 # from the strike's own time, which the strike sets just before its signal
                 # (after its ISR re-read): set earlier, it would put a composition's second
                 # part in effect before its signal (``overlap.second_held``)
-                wait_for(lambda: None if rec.strike_ns is not None else "not begun",
-                         self.election_timeout, f"fault #{spec.index}'s strike to begin",
-                         poll=0.02)
+                wait_until(lambda: rec.strike_ns is not None, self.election_timeout,
+                           f"fault #{spec.index}'s strike to begin", lambda: "not begun",
+                           poll=0.02)
                 self._measure_election(spec, rec, replicas)
             except BaseException as exc:  # raised below, in the fault's own thread
                 errors.append(exc)

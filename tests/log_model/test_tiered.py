@@ -154,8 +154,8 @@ def test_list_offsets_by_time_on_a_tiered_partition_skips_remote_records(
     start there, and falls back to the local log: Kafka answers a later offset than the
     earliest. The tiered machine must accept that answer here
     (``TieredLogMachine.time_answers``), and Kafka must answer it, none (the local finding,
-    while a local copy of the straddling segment remains) or the protocol's earliest (seen
-    on a loaded machine, when the remote search did not start at the straddling segment);
+    while a local copy of the straddling segment remains) or the protocol's earliest (when
+    the remote search does not start at the straddling segment, as on a loaded machine);
     any other offset is a new behaviour."""
     # (log start, earliest, Kafka's, what the tiered machine accepts)
     seen: list[tuple[int, int | None, int | None, tuple[int | None, ...]]] = []
